@@ -1,0 +1,35 @@
+// Times ONNX Runtime (onnxruntime-node, CPU) on one model: loads the session once, runs
+// warmup + repeat iterations, prints `median_ms=... min_ms=... peak_rss_mb=...`.
+// usage: node ort_bench.js MODEL INPUT_NAME INPUT.npy THREADS WARMUP REPEAT
+const fs = require('fs');
+const ort = require('onnxruntime-node');
+
+function readNpyF32(path) {
+  const b = fs.readFileSync(path);
+  const hlen = b.readUInt16LE(8);
+  const header = b.slice(10, 10 + hlen).toString('latin1');
+  if (!header.includes("'<f4'")) throw new Error(path + ': only float32 .npy inputs');
+  const shape = header.match(/\(([^)]*)\)/)[1].split(',').map(s => s.trim()).filter(s => s).map(Number);
+  const data = new Float32Array(b.buffer.slice(b.byteOffset + 10 + hlen, b.byteOffset + b.length));
+  return new ort.Tensor('float32', data, shape);
+}
+
+(async () => {
+  const [model, name, npy, threads, warmup, repeat] = process.argv.slice(2);
+  const sess = await ort.InferenceSession.create(model, {
+    intraOpNumThreads: Number(threads), interOpNumThreads: 1, graphOptimizationLevel: 'all',
+    executionProviders: ['cpu'],
+  });
+  const feeds = { [name]: readNpyF32(npy) };
+  for (let i = 0; i < Number(warmup); i++) await sess.run(feeds);
+  const ms = [];
+  for (let i = 0; i < Number(repeat); i++) {
+    const t0 = process.hrtime.bigint();
+    await sess.run(feeds);
+    ms.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  ms.sort((a, b) => a - b);
+  const n = ms.length, med = n % 2 ? ms[(n - 1) / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+  const rss = process.resourceUsage().maxRSS / 1024;
+  console.log(`median_ms=${med.toFixed(3)} min_ms=${ms[0].toFixed(3)} peak_rss_mb=${rss.toFixed(1)}`);
+})().catch(e => { console.error(e); process.exit(1); });

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what the build and the tests need (Debian packages), idempotently, and fetches
+# the pinned ggml sources. With --bench also installs ONNX Runtime (npm onnxruntime-node)
+# into bench/node_modules for the benchmarks.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+pkgs=(cmake g++ make git ccache libonnx-dev libprotobuf-dev protobuf-compiler libgtest-dev
+      python3-torch python3-torchvision python3-onnx python3-numpy libonnx-testdata)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+"$here/scripts/fetch-ggml.sh" >/dev/null
+if [ "${1:-}" = "--bench" ] && [ ! -d "$here/bench/node_modules/onnxruntime-node" ]; then
+  # --ignore-scripts: the package's install script downloads from a host that is not reachable;
+  # the CPU library ships inside the package.
+  (cd "$here/bench" && npm install --silent --no-audit --no-fund --no-save --no-package-lock --ignore-scripts onnxruntime-node@1.30.0 >/dev/null)
+fi
+echo "setup: ok"

@@ -1,0 +1,394 @@
+// The onnx2ggml command: inspect / run / compile / check / bench.
+// Exit codes: 0 ok, 1 numeric mismatch, 2 bad usage or bad input, 3 unsupported model, 4 internal error.
+#include <dirent.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "onnx/loader.h"
+#include "onnx2ggml/onnx2ggml.h"
+#include "ops/op.h"
+
+using namespace onnx2ggml;
+
+namespace {
+
+const char* kUsage =
+    "usage: onnx2ggml COMMAND ...\n"
+    "  inspect MODEL [--input-shape NAME=DIMS ...] [--json] [--ggml]\n"
+    "  run     MODEL [--input NAME=FILE.npy ...] [--random-inputs SEED] [--input-shape NAME=DIMS ...]\n"
+    "                [--output-dir DIR] [--backend NAME] [--threads N]\n"
+    "  compile MODEL -o OUTDIR [--input-shape NAME=DIMS ...]\n"
+    "  check   MODEL --input NAME=FILE.npy ... --expect NAME=FILE.npy ... [--rtol R] [--atol A]\n"
+    "  check   TESTDIR   (an ONNX backend-test folder: model.onnx + test_data_set_*/)\n"
+    "  bench   MODEL [--input ... | --random-inputs SEED] [--repeat N] [--warmup W] [--threads N] [--backend B]\n"
+    "  ops     (list the supported ONNX operators)\n"
+    "common: --no-optimize, --disable-pass NAME\n"
+    "exit codes: 0 ok, 1 numeric mismatch, 2 bad usage or input, 3 unsupported model, 4 internal error\n";
+
+struct Args {
+    std::string cmd, model, outdir, output_dir, backend = "cpu";
+    std::vector<std::pair<std::string, std::string>> inputs, expects;
+    CompileOptions copts;
+    int threads = 0, repeat = 10, warmup = 2;
+    bool json = false, ggml = false, has_seed = false;
+    uint64_t seed = 0;
+    double rtol = 1e-3, atol = 1e-7;
+};
+
+Shape parse_dims(const std::string& s, const std::string& what) {
+    Shape r;
+    if (s == "scalar" || s.empty()) return r;
+    std::stringstream ss(s);
+    std::string tok;
+    while (std::getline(ss, tok, 'x')) {
+        if (tok.empty() || tok.size() > 12 || tok.find_first_not_of("0123456789") != std::string::npos)
+            bad_input("bad dims '" + s + "' in " + what + " (expected e.g. 1x3x224x224)");
+        r.push_back(std::stoll(tok));
+    }
+    return r;
+}
+
+std::pair<std::string, std::string> split_eq(const std::string& v, const char* opt) {
+    auto p = v.rfind('=');
+    if (p == std::string::npos || p == 0) bad_input(std::string(opt) + " expects NAME=VALUE, got '" + v + "'");
+    return {v.substr(0, p), v.substr(p + 1)};
+}
+
+Args parse(int argc, char** argv) {
+    Args a;
+    if (argc < 2) bad_input(std::string("missing command\n") + kUsage);
+    a.cmd = argv[1];
+    for (int i = 2; i < argc; ++i) {
+        std::string s = argv[i];
+        auto next = [&]() -> std::string {
+            if (i + 1 >= argc) bad_input("missing value after " + s);
+            return argv[++i];
+        };
+        auto num = [&](const std::string& v) {
+            try { size_t p; double d = std::stod(v, &p); if (p != v.size()) throw 0; return d; }
+            catch (...) { bad_input("bad number '" + v + "' after " + s); }
+        };
+        if (s == "--input-shape") { auto kv = split_eq(next(), "--input-shape"); a.copts.input_shapes[kv.first] = parse_dims(kv.second, "--input-shape"); }
+        else if (s == "--input") a.inputs.push_back(split_eq(next(), "--input"));
+        else if (s == "--expect") a.expects.push_back(split_eq(next(), "--expect"));
+        else if (s == "--random-inputs") { a.seed = uint64_t(num(next())); a.has_seed = true; }
+        else if (s == "--output-dir") a.output_dir = next();
+        else if (s == "-o") a.outdir = next();
+        else if (s == "--backend") a.backend = next();
+        else if (s == "--threads") a.threads = int(num(next()));
+        else if (s == "--repeat") a.repeat = std::max(1, int(num(next())));
+        else if (s == "--warmup") a.warmup = std::max(0, int(num(next())));
+        else if (s == "--rtol") a.rtol = num(next());
+        else if (s == "--atol") a.atol = num(next());
+        else if (s == "--json") a.json = true;
+        else if (s == "--ggml") a.ggml = true;
+        else if (s == "--no-optimize") a.copts.optimize = false;
+        else if (s == "--disable-pass") a.copts.disabled_passes.push_back(next());
+        else if (s == "-h" || s == "--help") { std::cout << kUsage; exit(0); }
+        else if (!s.empty() && s[0] == '-') bad_input("unknown option '" + s + "'\n" + kUsage);
+        else if (a.model.empty()) a.model = s;
+        else bad_input("unexpected argument '" + s + "'");
+    }
+    return a;
+}
+
+std::string json_str(const std::string& s) {
+    std::string r = "\"";
+    for (unsigned char c : s) {
+        if (c == '"' || c == '\\') { r += '\\'; r += char(c); }
+        else if (c < 0x20) { char b[8]; snprintf(b, sizeof b, "\\u%04x", c); r += b; }
+        else r += char(c);
+    }
+    return r + "\"";
+}
+
+// Inputs in graph order: from --input files, else random with --random-inputs.
+std::vector<Tensor> gather_inputs(const Graph& g, const Args& a) {
+    std::map<std::string, std::string> files(a.inputs.begin(), a.inputs.end());
+    std::vector<Tensor> r;
+    for (int id : g.inputs) {
+        const Value& v = g.values[id];
+        auto it = files.find(v.name);
+        if (it != files.end()) {
+            Tensor t = read_npy(it->second);
+            if (t.shape != v.shape)
+                bad_input(it->second + ": input '" + v.name + "' has shape " + shape_str(t.shape) + ", the model expects " + shape_str(v.shape));
+            bool int_ok = !dtype_is_float(v.dtype) && (t.dtype == DType::I64 || t.dtype == DType::I32);
+            if (t.dtype != v.dtype && !int_ok)
+                bad_input(it->second + ": input '" + v.name + "' has dtype " + dtype_name(t.dtype) + ", the model expects " + dtype_name(v.dtype));
+            r.push_back(t);
+            files.erase(it);
+        } else if (a.has_seed) {
+            r.push_back(random_tensor(v.dtype, v.shape, a.seed + r.size()));
+        } else {
+            bad_input(g.path + ": no value for input '" + v.name + "' " + shape_str(v.shape) + " " + dtype_name(v.dtype) +
+                      " (give --input " + v.name + "=FILE.npy or --random-inputs SEED)");
+        }
+    }
+    if (!files.empty()) bad_input("'" + files.begin()->first + "' is not an input of " + g.path);
+    return r;
+}
+
+int cmd_inspect(const Args& a) {
+    Graph g = load_onnx(a.model);
+    std::vector<UnsupportedOp> bad;
+    bool shapes_ok = true;
+    std::string shape_error;
+    try {
+        specialize(g, a.copts, &bad);
+    } catch (const Error& e) {
+        if (e.code != kExitBadInput) throw;
+        shapes_ok = false;  // e.g. dynamic dims without --input-shape: still report what we can
+        shape_error = e.what();
+    }
+    std::map<std::string, int> hist;
+    for (auto& n : g.nodes) hist[(n.domain.empty() ? "" : n.domain + ".") + n.op_type]++;
+    int64_t params = 0;
+    for (auto& v : g.values) if (v.is_initializer && v.constant) params += v.constant->numel();
+    std::map<std::string, int> ghist;
+    if (bad.empty() && shapes_ok) {
+        optimize(g, a.copts);
+        validate(g, &bad);
+    }
+    if (a.ggml && bad.empty() && shapes_ok) {
+        auto bg = build_graph(g, false);
+        ghist = ggml_op_histogram(bg->gf);
+    }
+    auto io = [&](const std::vector<int>& ids) {
+        std::vector<std::string> r;
+        for (int id : ids) {
+            const Value& v = g.values[id];
+            std::string s;
+            for (size_t i = 0; i < v.shape.size(); ++i) s += (i ? "x" : "") + (v.shape[i] < 0 ? (v.dim_params.size() > i ? v.dim_params[i] : "?") : std::to_string(v.shape[i]));
+            r.push_back(v.name + "\t" + dtype_name(v.dtype) + "\t" + (v.shape.empty() ? "scalar" : s));
+        }
+        return r;
+    };
+    if (a.json) {
+        std::ostringstream o;
+        o << "{\"model\": " << json_str(a.model) << ", \"opsets\": {";
+        bool first = true;
+        for (auto& kv : g.opsets) { o << (first ? "" : ", ") << json_str(kv.first.empty() ? "ai.onnx" : kv.first) << ": " << kv.second; first = false; }
+        o << "}, \"nodes\": " << g.nodes.size() << ", \"parameters\": " << params << ", \"inputs\": [";
+        auto io_json = [&](const std::vector<int>& ids) {
+            for (size_t k = 0; k < ids.size(); ++k) {
+                const Value& v = g.values[ids[k]];
+                o << (k ? ", " : "") << "{\"name\": " << json_str(v.name) << ", \"dtype\": \"" << dtype_name(v.dtype) << "\", \"shape\": [";
+                for (size_t i = 0; i < v.shape.size(); ++i) o << (i ? ", " : "") << (v.shape[i] < 0 ? json_str(v.dim_params[i]) : std::to_string(v.shape[i]));
+                o << "]}";
+            }
+        };
+        io_json(g.inputs);
+        o << "], \"outputs\": [";
+        io_json(g.outputs);
+        o << "], \"op_histogram\": {";
+        first = true;
+        for (auto& kv : hist) { o << (first ? "" : ", ") << json_str(kv.first) << ": " << kv.second; first = false; }
+        o << "}, \"unsupported\": [";
+        for (size_t k = 0; k < bad.size(); ++k)
+            o << (k ? ", " : "") << "{\"op_type\": " << json_str(bad[k].op_type) << ", \"node\": " << json_str(bad[k].node)
+              << ", \"opset\": " << bad[k].opset << ", \"reason\": " << json_str(bad[k].reason) << "}";
+        o << "]";
+        if (!shapes_ok) o << ", \"shape_error\": " << json_str(shape_error);
+        if (!ghist.empty()) {
+            o << ", \"ggml_ops\": {";
+            first = true;
+            for (auto& kv : ghist) { o << (first ? "" : ", ") << json_str(kv.first) << ": " << kv.second; first = false; }
+            o << "}";
+        }
+        o << "}\n";
+        std::cout << o.str();
+    } else {
+        std::cout << "model: " << a.model << "\nproducer: " << g.producer << "\nopsets:";
+        for (auto& kv : g.opsets) std::cout << " " << (kv.first.empty() ? "ai.onnx" : kv.first) << "=" << kv.second;
+        std::cout << "\nparameters: " << params << "\ninputs:\n";
+        for (auto& s : io(g.inputs)) std::cout << "  " << s << "\n";
+        std::cout << "outputs:\n";
+        for (auto& s : io(g.outputs)) std::cout << "  " << s << "\n";
+        std::cout << "operators (" << g.nodes.size() << " nodes):\n";
+        for (auto& kv : hist) std::cout << "  " << kv.first << "\t" << kv.second << "\n";
+        if (!shapes_ok) std::cout << "shapes: not inferred: " << shape_error << "\n";
+        if (!bad.empty()) {
+            std::cout << "unsupported (" << bad.size() << "):\n";
+            for (auto& u : bad) std::cout << "  node '" << u.node << "' (" << u.op_type << ", opset " << u.opset << "): " << u.reason << "\n";
+        } else if (shapes_ok) {
+            std::cout << "unsupported: none\n";
+        }
+        if (!ghist.empty()) {
+            int total = 0;
+            for (auto& kv : ghist) total += kv.second;
+            std::cout << "ggml graph (" << total << " nodes):\n";
+            for (auto& kv : ghist) std::cout << "  " << kv.first << "\t" << kv.second << "\n";
+        }
+    }
+    return bad.empty() ? 0 : kExitUnsupported;
+}
+
+void write_outputs(const Graph& g, const std::vector<Tensor>& outs, const std::string& dir) {
+    mkdir(dir.c_str(), 0755);
+    std::string json = "{\n";
+    for (size_t k = 0; k < outs.size(); ++k) {
+        std::string file = "output_" + std::to_string(k) + ".npy";
+        write_npy(dir + "/" + file, outs[k]);
+        json += "  " + json_str(g.values[g.outputs[k]].name) + ": \"" + file + "\"" + (k + 1 < outs.size() ? "," : "") + "\n";
+    }
+    json += "}\n";
+    std::ofstream(dir + "/outputs.json") << json;
+}
+
+int cmd_run(const Args& a) {
+    Graph g = prepare(a.model, a.copts);
+    std::vector<Tensor> ins = gather_inputs(g, a);
+    Session s(g, SessionOptions{a.backend, a.threads});
+    auto outs = s.run(ins);
+    write_outputs(g, outs, a.output_dir.empty() ? "." : a.output_dir);
+    for (size_t k = 0; k < outs.size(); ++k)
+        std::cerr << g.values[g.outputs[k]].name << " " << shape_str(outs[k].shape) << " " << dtype_name(outs[k].dtype) << "\n";
+    return 0;
+}
+
+int cmd_compile(const Args& a) {
+    if (a.outdir.empty()) bad_input("compile needs -o OUTDIR");
+    Graph g = prepare(a.model, a.copts);
+    EmitReport r = emit_project(g, a.outdir, a.model);
+    std::cout << "wrote " << a.outdir << ": model.cpp (" << r.lines << " lines), model.h, main.cpp, npy.h, CMakeLists.txt, model.gguf ("
+              << r.weights << " weights, " << r.weight_bytes << " bytes)\n"
+              << "build: cmake -S " << a.outdir << " -B " << a.outdir << "/build && cmake --build " << a.outdir << "/build\n";
+    return 0;
+}
+
+bool is_dir(const std::string& p) { struct stat st; return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode); }
+
+std::vector<std::string> list_dir(const std::string& d, const std::string& prefix) {
+    std::vector<std::string> r;
+    if (DIR* dir = opendir(d.c_str())) {
+        while (dirent* e = readdir(dir)) {
+            std::string n = e->d_name;
+            if (n.rfind(prefix, 0) == 0) r.push_back(n);
+        }
+        closedir(dir);
+    }
+    std::sort(r.begin(), r.end(), [](const std::string& x, const std::string& y) {
+        return x.size() != y.size() ? x.size() < y.size() : x < y;
+    });
+    return r;
+}
+
+// prints per-output errors; returns false on mismatch
+bool report(const Graph& g, const std::vector<Tensor>& outs, const std::vector<Tensor>& exp, const Args& a, const std::string& tag) {
+    bool all = true;
+    for (size_t k = 0; k < exp.size(); ++k) {
+        Comparison c = compare(outs[k], exp[k], a.rtol, a.atol);
+        all &= c.pass;
+        printf("%s%s: max_abs_err=%.3g max_rel_err=%.3g %s%s\n", tag.c_str(), g.values[g.outputs[k]].name.c_str(), c.max_abs, c.max_rel,
+               c.pass ? "PASS" : "FAIL", c.pass ? "" : (" (" + c.why + ")").c_str());
+    }
+    return all;
+}
+
+int cmd_check(const Args& a) {
+    if (is_dir(a.model)) {  // ONNX backend test folder
+        std::string dir = a.model;
+        Graph g = prepare(dir + "/model.onnx", a.copts);
+        Session s(g, SessionOptions{a.backend, a.threads});
+        bool all = true;
+        auto sets = list_dir(dir, "test_data_set_");
+        if (sets.empty()) bad_input(dir + ": no test_data_set_* folders");
+        for (auto& set : sets) {
+            std::string sd = dir + "/" + set;
+            std::vector<Tensor> ins(g.inputs.size());
+            auto in_files = list_dir(sd, "input_");
+            if (in_files.size() != g.inputs.size()) bad_input(sd + ": " + std::to_string(in_files.size()) + " input files for " + std::to_string(g.inputs.size()) + " graph inputs");
+            for (size_t k = 0; k < in_files.size(); ++k) {
+                std::string name;
+                Tensor t = load_tensor_pb(sd + "/" + in_files[k], &name);
+                size_t slot = k;
+                for (size_t j = 0; j < g.inputs.size(); ++j) if (!name.empty() && g.values[g.inputs[j]].name == name) slot = j;
+                ins[slot] = t;
+            }
+            std::vector<Tensor> exp;
+            for (auto& f : list_dir(sd, "output_")) exp.push_back(load_tensor_pb(sd + "/" + f));
+            if (exp.size() != g.outputs.size()) bad_input(sd + ": " + std::to_string(exp.size()) + " output files for " + std::to_string(g.outputs.size()) + " graph outputs");
+            auto outs = s.run(ins);
+            all &= report(g, outs, exp, a, set + " ");
+        }
+        printf("%s\n", all ? "PASS" : "FAIL");
+        return all ? 0 : kExitMismatch;
+    }
+    Graph g = prepare(a.model, a.copts);
+    std::vector<Tensor> ins = gather_inputs(g, a);
+    std::map<std::string, std::string> ef(a.expects.begin(), a.expects.end());
+    std::vector<Tensor> exp;
+    for (int id : g.outputs) {
+        auto it = ef.find(g.values[id].name);
+        if (it == ef.end()) bad_input("no --expect for output '" + g.values[id].name + "'");
+        exp.push_back(read_npy(it->second));
+    }
+    Session s(g, SessionOptions{a.backend, a.threads});
+    bool all = report(g, s.run(ins), exp, a, "");
+    printf("%s\n", all ? "PASS" : "FAIL");
+    return all ? 0 : kExitMismatch;
+}
+
+int cmd_bench(const Args& a) {
+    Graph g = prepare(a.model, a.copts);
+    Args b = a;
+    if (b.inputs.empty() && !b.has_seed) { b.has_seed = true; b.seed = 0; }
+    std::vector<Tensor> ins = gather_inputs(g, b);
+    Session s(g, SessionOptions{a.backend, a.threads});
+    for (int i = 0; i < a.warmup; ++i) s.run(ins);
+    std::vector<double> ms;
+    for (int i = 0; i < a.repeat; ++i) {
+        auto t0 = std::chrono::steady_clock::now();
+        s.run(ins);
+        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::vector<double> sorted = ms;
+    std::sort(sorted.begin(), sorted.end());
+    double med = sorted.size() % 2 ? sorted[sorted.size() / 2] : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("backend=%s threads=%d repeat=%d warmup=%d\n", s.backend_name().c_str(), a.threads, a.repeat, a.warmup);
+    printf("median_ms=%.3f min_ms=%.3f peak_rss_mb=%.1f\n", med, sorted.front(), double(ru.ru_maxrss) / 1024.0);
+    return 0;
+}
+
+int cmd_ops() {
+    for (auto& op : Registry::get().op_types()) std::cout << op << "\n";
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        Args a = parse(argc, argv);
+        if (a.cmd == "ops") return cmd_ops();
+        if (a.cmd == "-h" || a.cmd == "--help" || a.cmd == "help") { std::cout << kUsage; return 0; }
+        if (a.model.empty()) bad_input("missing MODEL\n" + std::string(kUsage));
+        if (a.cmd == "inspect") return cmd_inspect(a);
+        if (a.cmd == "run") return cmd_run(a);
+        if (a.cmd == "compile") return cmd_compile(a);
+        if (a.cmd == "check") return cmd_check(a);
+        if (a.cmd == "bench") return cmd_bench(a);
+        bad_input("unknown command '" + a.cmd + "'\n" + kUsage);
+    } catch (const Error& e) {
+        std::cerr << "error: " << e.what() << "\n";
+        return e.code;
+    } catch (const std::bad_alloc&) {
+        std::cerr << "error: out of memory\n";
+        return kExitBadInput;
+    } catch (const std::exception& e) {
+        std::cerr << "internal error: " << e.what() << "\n";
+        return kExitInternal;
+    }
+}

@@ -1,0 +1,189 @@
+#include "ir/tensor.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "ggml.h"
+#include "util/error.h"
+
+namespace onnx2ggml {
+
+size_t dtype_size(DType t) {
+    switch (t) {
+        case DType::F32: case DType::I32: case DType::U32: return 4;
+        case DType::U8: case DType::I8: case DType::Bool: return 1;
+        case DType::U16: case DType::I16: case DType::F16: case DType::BF16: return 2;
+        case DType::I64: case DType::F64: case DType::U64: return 8;
+        default: return 0;
+    }
+}
+
+const char* dtype_name(DType t) {
+    switch (t) {
+        case DType::F32: return "float32"; case DType::U8: return "uint8"; case DType::I8: return "int8";
+        case DType::U16: return "uint16"; case DType::I16: return "int16"; case DType::I32: return "int32";
+        case DType::I64: return "int64"; case DType::String: return "string"; case DType::Bool: return "bool";
+        case DType::F16: return "float16"; case DType::F64: return "float64"; case DType::U32: return "uint32";
+        case DType::U64: return "uint64"; case DType::BF16: return "bfloat16"; default: return "undefined";
+    }
+}
+
+bool dtype_is_float(DType t) {
+    return t == DType::F32 || t == DType::F16 || t == DType::F64 || t == DType::BF16;
+}
+
+bool dtype_known(int t) {
+    return t >= 1 && t <= 16 && t != 8 && t != 14 && t != 15 && dtype_size(DType(t)) > 0;
+}
+
+int64_t shape_numel(const Shape& s) {
+    int64_t n = 1;
+    for (int64_t d : s) {
+        if (d < 0) bad_input("negative dimension in shape " + shape_str(s));
+        if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
+            bad_input("element count of shape " + shape_str(s) + " overflows int64");
+        n *= d;
+    }
+    return n;
+}
+
+std::string shape_str(const Shape& s) {
+    std::string r = "[";
+    for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
+    return r + "]";
+}
+
+Tensor Tensor::zeros(DType t, const Shape& s) {
+    if (dtype_size(t) == 0) unsupported(std::string("tensors of dtype ") + dtype_name(t) + " are not supported");
+    Tensor r;
+    r.dtype = t;
+    r.shape = s;
+    int64_t n = shape_numel(s);
+    if (n > (int64_t(1) << 40) / int64_t(dtype_size(t))) bad_input("tensor of shape " + shape_str(s) + " is too large");
+    r.buf = std::make_shared<std::vector<uint8_t>>(size_t(n) * dtype_size(t));
+    return r;
+}
+
+Tensor Tensor::from_i64(const std::vector<int64_t>& v, const Shape& s) {
+    Tensor r = zeros(DType::I64, s);
+    if (int64_t(v.size()) != r.numel()) internal_error("from_i64 size mismatch");
+    std::memcpy(r.data(), v.data(), v.size() * 8);
+    return r;
+}
+
+Tensor Tensor::from_f32(const std::vector<float>& v, const Shape& s) {
+    Tensor r = zeros(DType::F32, s);
+    if (int64_t(v.size()) != r.numel()) internal_error("from_f32 size mismatch");
+    std::memcpy(r.data(), v.data(), v.size() * 4);
+    return r;
+}
+
+static float bf16_to_f32(uint16_t h) {
+    uint32_t u = uint32_t(h) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
+
+static uint16_t f32_to_bf16(float f) {  // round to nearest even, as ONNX Runtime does
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    if (std::isnan(f)) return 0x7fc0;
+    u += 0x7fff + ((u >> 16) & 1);
+    return uint16_t(u >> 16);
+}
+
+double Tensor::getf(int64_t i) const {
+    const uint8_t* p = buf->data();
+    switch (dtype) {
+        case DType::F32: return reinterpret_cast<const float*>(p)[i];
+        case DType::F64: return reinterpret_cast<const double*>(p)[i];
+        case DType::F16: return ggml_fp16_to_fp32(reinterpret_cast<const ggml_fp16_t*>(p)[i]);
+        case DType::BF16: return bf16_to_f32(reinterpret_cast<const uint16_t*>(p)[i]);
+        case DType::U64: return double(reinterpret_cast<const uint64_t*>(p)[i]);
+        default: return double(geti(i));
+    }
+}
+
+int64_t Tensor::geti(int64_t i) const {
+    const uint8_t* p = buf->data();
+    switch (dtype) {
+        case DType::I64: return reinterpret_cast<const int64_t*>(p)[i];
+        case DType::I32: return reinterpret_cast<const int32_t*>(p)[i];
+        case DType::I16: return reinterpret_cast<const int16_t*>(p)[i];
+        case DType::I8: return reinterpret_cast<const int8_t*>(p)[i];
+        case DType::U8: case DType::Bool: return p[i];
+        case DType::U16: return reinterpret_cast<const uint16_t*>(p)[i];
+        case DType::U32: return reinterpret_cast<const uint32_t*>(p)[i];
+        case DType::U64: return int64_t(reinterpret_cast<const uint64_t*>(p)[i]);
+        default: {
+            double v = getf(i);
+            if (std::isnan(v)) return 0;
+            if (v >= 9.2e18) return std::numeric_limits<int64_t>::max();
+            if (v <= -9.2e18) return std::numeric_limits<int64_t>::min();
+            return int64_t(v);  // truncation toward zero, as C casts (and ONNX Cast) do
+        }
+    }
+}
+
+void Tensor::setf(int64_t i, double v) {
+    uint8_t* p = buf->data();
+    switch (dtype) {
+        case DType::F32: reinterpret_cast<float*>(p)[i] = float(v); return;
+        case DType::F64: reinterpret_cast<double*>(p)[i] = v; return;
+        case DType::F16: reinterpret_cast<ggml_fp16_t*>(p)[i] = ggml_fp32_to_fp16(float(v)); return;
+        case DType::BF16: reinterpret_cast<uint16_t*>(p)[i] = f32_to_bf16(float(v)); return;
+        case DType::Bool: p[i] = v != 0; return;
+        default: {
+            int64_t iv;
+            if (std::isnan(v)) iv = 0;
+            else if (v >= 9.2e18) iv = std::numeric_limits<int64_t>::max();
+            else if (v <= -9.2e18) iv = std::numeric_limits<int64_t>::min();
+            else iv = int64_t(v);
+            seti(i, iv);
+        }
+    }
+}
+
+void Tensor::seti(int64_t i, int64_t v) {
+    uint8_t* p = buf->data();
+    switch (dtype) {
+        case DType::I64: reinterpret_cast<int64_t*>(p)[i] = v; return;
+        case DType::I32: reinterpret_cast<int32_t*>(p)[i] = int32_t(v); return;
+        case DType::I16: reinterpret_cast<int16_t*>(p)[i] = int16_t(v); return;
+        case DType::I8: reinterpret_cast<int8_t*>(p)[i] = int8_t(v); return;
+        case DType::U8: p[i] = uint8_t(v); return;
+        case DType::Bool: p[i] = v != 0; return;
+        case DType::U16: reinterpret_cast<uint16_t*>(p)[i] = uint16_t(v); return;
+        case DType::U32: reinterpret_cast<uint32_t*>(p)[i] = uint32_t(v); return;
+        case DType::U64: reinterpret_cast<uint64_t*>(p)[i] = uint64_t(v); return;
+        default: setf(i, double(v));
+    }
+}
+
+std::vector<int64_t> Tensor::to_i64() const {
+    std::vector<int64_t> r(static_cast<size_t>(numel()));
+    for (size_t i = 0; i < r.size(); ++i) r[i] = geti(int64_t(i));
+    return r;
+}
+
+std::vector<float> Tensor::to_f32() const {
+    std::vector<float> r(static_cast<size_t>(numel()));
+    for (size_t i = 0; i < r.size(); ++i) r[i] = float(getf(int64_t(i)));
+    return r;
+}
+
+Tensor Tensor::cast(DType t) const {
+    if (t == dtype) return *this;
+    Tensor r = zeros(t, shape);
+    int64_t n = numel();
+    bool int_path = !dtype_is_float(dtype) && !dtype_is_float(t);
+    for (int64_t i = 0; i < n; ++i) {
+        if (int_path) r.seti(i, geti(i));
+        else r.setf(i, getf(i));
+    }
+    return r;
+}
+
+}  // namespace onnx2ggml

@@ -1,0 +1,54 @@
+// Host tensors: dtype + shape + bytes. Used for initializers, folded constants and
+// .npy inputs/outputs. Element access goes through double/int64 so that the host
+// evaluators (constant folding) are written once for every dtype.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace onnx2ggml {
+
+// Values are those of onnx.TensorProto.DataType.
+enum class DType : int {
+    Undefined = 0, F32 = 1, U8 = 2, I8 = 3, U16 = 4, I16 = 5, I32 = 6, I64 = 7,
+    String = 8, Bool = 9, F16 = 10, F64 = 11, U32 = 12, U64 = 13, BF16 = 16,
+};
+
+size_t dtype_size(DType t);           // 0 for unsupported/unknown
+const char* dtype_name(DType t);
+bool dtype_is_float(DType t);
+bool dtype_known(int onnx_type);      // a dtype onnx2ggml can hold on the host
+
+using Shape = std::vector<int64_t>;
+int64_t shape_numel(const Shape& s);  // throws on overflow or negative dims
+std::string shape_str(const Shape& s);
+
+struct Tensor {
+    DType dtype = DType::Undefined;
+    Shape shape;
+    std::shared_ptr<std::vector<uint8_t>> buf;
+
+    static Tensor zeros(DType t, const Shape& s);
+    static Tensor from_i64(const std::vector<int64_t>& v, const Shape& s);
+    static Tensor from_f32(const std::vector<float>& v, const Shape& s);
+    static Tensor scalar_i64(int64_t v) { return from_i64({v}, {}); }
+
+    int64_t numel() const { return shape_numel(shape); }
+    size_t nbytes() const { return buf ? buf->size() : 0; }
+    const uint8_t* data() const { return buf->data(); }
+    uint8_t* data() { return buf->data(); }
+    template <class T> const T* ptr() const { return reinterpret_cast<const T*>(buf->data()); }
+    template <class T> T* ptr() { return reinterpret_cast<T*>(buf->data()); }
+
+    double getf(int64_t i) const;
+    int64_t geti(int64_t i) const;
+    void setf(int64_t i, double v);
+    void seti(int64_t i, int64_t v);
+    std::vector<int64_t> to_i64() const;
+    std::vector<float> to_f32() const;
+    Tensor cast(DType t) const;
+    Tensor reshaped(const Shape& s) const { Tensor r = *this; r.shape = s; return r; }
+};
+
+}  // namespace onnx2ggml

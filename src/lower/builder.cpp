@@ -1,0 +1,111 @@
+#include "lower/builder.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "util/error.h"
+
+namespace onnx2ggml {
+
+std::string Builder::upper(std::string s) {
+    for (auto& c : s) c = char(toupper(static_cast<unsigned char>(c)));
+    return s;
+}
+
+std::string Builder::fmt(float v) {
+    if (std::isnan(v)) return "NAN";
+    if (std::isinf(v)) return v > 0 ? "INFINITY" : "-INFINITY";
+    char buf[64];
+    snprintf(buf, sizeof buf, "%af", double(v));  // hex float: exact round trip
+    return buf;
+}
+
+std::string Builder::var(const ggml_tensor* t) const {
+    if (!t) return "nullptr";
+    auto it = vars_.find(t);
+    if (it == vars_.end()) internal_error("tensor without a variable in the recorded program");
+    return it->second;
+}
+
+void Builder::emit(ggml_tensor* r, const char* fn, std::vector<std::string> args) {
+    std::string v = "t" + std::to_string(next_++);
+    std::string line = "ggml_tensor * " + v + " = " + fn + "(ctx";
+    for (auto& a : args) line += ", " + a;
+    line += ");";
+    lines.push_back(line);
+    vars_[r] = v;
+}
+
+ggml_tensor* Builder::weight(const Tensor& host, ggml_type type, const std::string& onnx_name) {
+    int64_t ne[4] = {1, 1, 1, 1};
+    int r = int(host.shape.size());
+    if (r > 4) internal_error("weight of rank > 4 must be reshaped before upload");
+    for (int i = 0; i < r; ++i) ne[i] = host.shape[r - 1 - i];
+    ggml_tensor* t = ggml_new_tensor(wctx, type, 4, ne);
+    std::string wname = "w" + std::to_string(weights.size());
+    ggml_set_name(t, wname.c_str());
+    if (record_) vars_[t] = "w[" + std::to_string(weights.size()) + "]";
+    weights.push_back(Weight{onnx_name, host, t});
+    return t;
+}
+
+ggml_tensor* Builder::input(int index, ggml_type type, const int64_t ne[4], const std::string& onnx_name) {
+    ggml_tensor* t = ggml_new_tensor(ctx, type, 4, ne);
+    ggml_set_input(t);
+    std::string n = onnx_name.substr(0, GGML_MAX_NAME - 1);
+    ggml_set_name(t, n.c_str());
+    if (int(inputs.size()) <= index) inputs.resize(index + 1, nullptr);
+    inputs[index] = t;
+    if (record_) {
+        std::string v = "in[" + std::to_string(index) + "]";
+        vars_[t] = v;
+        lines.push_back(v + " = ggml_new_tensor_4d(ctx, " + fmt(type) + ", " + fmt(ne[0]) + ", " + fmt(ne[1]) + ", " +
+                        fmt(ne[2]) + ", " + fmt(ne[3]) + ");");
+        lines.push_back("ggml_set_input(" + v + "); ggml_set_name(" + v + ", " + cpp_string_literal(n) + ");");
+    }
+    return t;
+}
+
+void Builder::name(ggml_tensor* t, const std::string& onnx_name) {
+    if (t->op == GGML_OP_NONE) return;  // inputs and weights are named by their slot
+    std::string n = onnx_name.substr(0, GGML_MAX_NAME - 1);
+    ggml_set_name(t, n.c_str());
+    if (record_) lines.push_back("ggml_set_name(" + var(t) + ", " + cpp_string_literal(n) + ");");
+}
+
+void Builder::comment(const std::string& text) {
+    if (record_) lines.push_back("// " + cpp_comment_text(text));
+}
+
+void Builder::mark_output(int index, ggml_tensor* t) {
+    if (int(outputs.size()) <= index) outputs.resize(index + 1, nullptr);
+    outputs[index] = t;
+    ggml_set_output(t);
+    if (record_) lines.push_back("out[" + std::to_string(index) + "] = " + var(t) + "; ggml_set_output(" + var(t) + ");");
+}
+
+std::string cpp_string_literal(const std::string& s) {
+    std::string r = "\"";
+    for (unsigned char c : s) {
+        if (isalnum(c) || c == '_' || c == '.' || c == ' ' || c == '-' || c == '/' || c == ':') r += char(c);
+        else {
+            char buf[8];
+            snprintf(buf, sizeof buf, "\\%03o", c);  // fixed-width octal: never merges with what follows
+            r += buf;
+        }
+    }
+    return r + "\"";
+}
+
+std::string cpp_comment_text(const std::string& s) {
+    std::string r;
+    for (unsigned char c : s) {
+        if (c >= 0x20 && c < 0x7f && c != '\\' && c != '*' && c != '?') r += char(c);
+        else r += '_';
+        if (r.size() >= 160) { r += "..."; break; }
+    }
+    return r;
+}
+
+}  // namespace onnx2ggml

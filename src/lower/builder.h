@@ -1,0 +1,72 @@
+// The builder: every ggml call of the lowering goes through Builder::call (macro G),
+// which makes the call on a real ggml context and, when recording, writes the same call
+// as one line of C++. `run` executes the graph that was built; `compile` emits the
+// recorded lines. Both come from the same calls, so they cannot disagree.
+#pragma once
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ggml.h"
+#include "ir/tensor.h"
+
+namespace onnx2ggml {
+
+struct Weight {
+    std::string onnx_name;  // value it came from ("" for derived constants)
+    Tensor host;            // data, already in the ggml dtype/layout it is stored in
+    ggml_tensor* t = nullptr;
+};
+
+class Builder {
+public:
+    Builder(ggml_context* compute, ggml_context* weights, bool record)
+        : ctx(compute), wctx(weights), record_(record) {}
+
+    template <class F, class... A>
+    ggml_tensor* call(const char* fn, F f, A... a) {
+        ggml_tensor* r = f(ctx, a...);
+        if (record_) emit(r, fn, {fmt(a)...});
+        return r;
+    }
+
+    ggml_tensor* weight(const Tensor& host, ggml_type type, const std::string& onnx_name);
+    ggml_tensor* input(int index, ggml_type type, const int64_t ne[4], const std::string& onnx_name);
+    void name(ggml_tensor* t, const std::string& onnx_name);
+    void comment(const std::string& text);
+    void mark_output(int index, ggml_tensor* t);
+
+    ggml_context* ctx;
+    ggml_context* wctx;
+    std::vector<Weight> weights;
+    std::vector<ggml_tensor*> inputs, outputs;
+    std::vector<std::string> lines;  // recorded C++ statements
+    bool recording() const { return record_; }
+    std::string var(const ggml_tensor* t) const;
+
+private:
+    void emit(ggml_tensor* r, const char* fn, std::vector<std::string> args);
+    std::string fmt(ggml_tensor* t) const { return var(t); }
+    static std::string fmt(int v) { return std::to_string(v); }
+    static std::string fmt(int64_t v) { return std::to_string(v) + "LL"; }
+    static std::string fmt(uint32_t v) { return std::to_string(v) + "u"; }
+    static std::string fmt(size_t v) { return std::to_string(v) + "ull"; }
+    static std::string fmt(std::nullptr_t) { return "nullptr"; }
+    static std::string fmt(bool v) { return v ? "true" : "false"; }
+    static std::string fmt(float v);
+    static std::string fmt(ggml_op_pool v) { return v == GGML_OP_POOL_MAX ? "GGML_OP_POOL_MAX" : "GGML_OP_POOL_AVG"; }
+    static std::string fmt(ggml_type v) { return std::string("GGML_TYPE_") + upper(ggml_type_name(v)); }
+    static std::string upper(std::string s);
+
+    bool record_;
+    std::unordered_map<const ggml_tensor*, std::string> vars_;
+    int next_ = 0;
+};
+
+#define G(b, fn, ...) (b).call(#fn, fn, __VA_ARGS__)
+
+// C++ text helpers shared with the code generator.
+std::string cpp_string_literal(const std::string& s);   // escaped, inert for any input
+std::string cpp_comment_text(const std::string& s);     // printable ASCII, no comment terminators
+
+}  // namespace onnx2ggml

@@ -1,0 +1,23 @@
+// The one place where ONNX axes meet ggml dims. ONNX dims [d0, ..., d(r-1)] (outermost
+// first) are ggml ne[r-1-i]. Ranks 5 and 6 are stored in ggml's 4 dims by merging the
+// leading (outermost) dims into ne[3]; ops that must address a merged dim fail clearly.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "ir/tensor.h"
+
+namespace onnx2ggml {
+
+Shape canonical4(const Shape& s);                 // rank <= 4 copy, leading dims merged above 4
+std::array<int64_t, 4> to_ne(const Shape& s);     // ggml ne of the canonical shape
+int ggml_dim(int axis, int rank);                 // ONNX axis (normalized) -> ggml dim, -1 if merged
+// ggml_permute's argument for an ONNX Transpose perm of rank <= 4.
+std::array<int, 4> ggml_permute_axes(const std::vector<int64_t>& perm);
+// numpy broadcasting of two shapes; false if incompatible.
+bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out);
+// Shape with leading 1s so that it has rank r.
+Shape align_rank(const Shape& s, size_t r);
+
+}  // namespace onnx2ggml

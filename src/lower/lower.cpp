@@ -1,0 +1,123 @@
+#include "lower/lower.h"
+
+#include <cstring>
+
+namespace onnx2ggml {
+
+ggml_type ggml_type_for(DType t) {
+    switch (t) {
+        case DType::F32: return GGML_TYPE_F32;
+        case DType::I32: case DType::I64: return GGML_TYPE_I32;
+        default: return GGML_TYPE_COUNT;
+    }
+}
+
+ggml_tensor* LowerCtx::constant(const Tensor& t, ggml_type type) {
+    Tensor h = t.reshaped(canonical4(t.shape));
+    if (type == GGML_TYPE_F32) h = h.cast(DType::F32);
+    else if (type == GGML_TYPE_I32) h = h.cast(DType::I32);
+    else if (type == GGML_TYPE_F16) h = h.cast(DType::F16);
+    else internal_error("constant of unsupported ggml type");
+    return b.weight(h, type, "");
+}
+
+ggml_tensor* LowerCtx::x(int i) {
+    int id = node().inputs.at(i);
+    if (st_.vmap[id]) return st_.vmap[id];
+    Value& v = in(i);
+    if (!v.constant) internal_error(where() + ": input '" + v.name + "' has no ggml tensor");
+    auto it = st_.weight_of.find(id);
+    if (it != st_.weight_of.end()) return it->second;
+    ggml_type type = dtype_is_float(v.dtype) ? GGML_TYPE_F32 : GGML_TYPE_I32;
+    Tensor h = v.constant->reshaped(canonical4(v.constant->shape));
+    h = h.cast(type == GGML_TYPE_F32 ? DType::F32 : DType::I32);
+    ggml_tensor* w = b.weight(h, type, v.name);
+    st_.weight_of[id] = w;
+    return w;
+}
+
+void LowerCtx::set(int i, ggml_tensor* t) {
+    if (!has_out(i)) return;
+    Value& v = out(i);
+    auto ne = to_ne(v.shape);
+    for (int k = 0; k < 4; ++k)
+        if (t->ne[k] != ne[k])
+            internal_error(where() + ": lowering produced ggml ne [" + std::to_string(t->ne[0]) + "," +
+                           std::to_string(t->ne[1]) + "," + std::to_string(t->ne[2]) + "," + std::to_string(t->ne[3]) +
+                           "] for output '" + v.name + "' of shape " + shape_str(v.shape));
+    ggml_type want = ggml_type_for(v.dtype);
+    if (t->type != want)
+        internal_error(where() + ": lowering produced ggml type " + ggml_type_name(t->type) + " for output '" + v.name + "'");
+    b.name(t, v.name);
+    st_.vmap[node().outputs[i]] = t;
+}
+
+ggml_tensor* LowerCtx::cont(ggml_tensor* t) {
+    return ggml_is_contiguous(t) ? t : G(b, ggml_cont, t);
+}
+
+ggml_tensor* LowerCtx::reshape(ggml_tensor* t, const Shape& s) {
+    auto ne = to_ne(s);
+    if (t->ne[0] == ne[0] && t->ne[1] == ne[1] && t->ne[2] == ne[2] && t->ne[3] == ne[3]) return t;
+    return G(b, ggml_reshape_4d, cont(t), ne[0], ne[1], ne[2], ne[3]);
+}
+
+ggml_tensor* LowerCtx::permute(ggml_tensor* t, const std::vector<int64_t>& perm) {
+    auto ax = ggml_permute_axes(perm);
+    if (ax[0] == 0 && ax[1] == 1 && ax[2] == 2 && ax[3] == 3) return t;
+    return G(b, ggml_permute, t, ax[0], ax[1], ax[2], ax[3]);
+}
+
+ggml_tensor* LowerCtx::slice(ggml_tensor* t, int d, int64_t start, int64_t len, int64_t step) {
+    if (start == 0 && len == t->ne[d] && step == 1) return t;
+    int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
+    size_t nb[4] = {t->nb[0], t->nb[1], t->nb[2], t->nb[3]};
+    ne[d] = len;
+    size_t offset = size_t(start) * t->nb[d];
+    nb[d] = t->nb[d] * size_t(step);
+    if (d == 0 && step != 1) {
+        // ggml views keep nb[0] = element size: move dim 0 to a strided dim 1 of a 5-dim-free view
+        internal_error("slice with a step along ggml dim 0 needs get_rows");
+    }
+    return G(b, ggml_view_4d, t, ne[0], ne[1], ne[2], ne[3], nb[1], nb[2], nb[3], offset);
+}
+
+ggml_tensor* LowerCtx::repeat_to(ggml_tensor* t, const std::array<int64_t, 4>& ne) {
+    if (t->ne[0] == ne[0] && t->ne[1] == ne[1] && t->ne[2] == ne[2] && t->ne[3] == ne[3]) return t;
+    return G(b, ggml_repeat_4d, t, ne[0], ne[1], ne[2], ne[3]);
+}
+
+ggml_tensor* LowerCtx::binary(Bin op, ggml_tensor* a, const Shape& sa, ggml_tensor* bt, const Shape& sb) {
+    Shape so;
+    if (!broadcast_shapes(sa, sb, so)) fail("shapes " + shape_str(sa) + " and " + shape_str(sb) + " cannot be broadcast");
+    size_t r = so.size();
+    Shape xa = align_rank(sa, r), xb = align_rank(sb, r);
+    if (r > 4) {  // merged leading dims must agree exactly or be all 1
+        auto lead_ok = [&](const Shape& s) {
+            bool all1 = true, same = true;
+            for (size_t i = 0; i + 3 < r; ++i) { all1 &= s[i] == 1; same &= s[i] == so[i]; }
+            return all1 || same;
+        };
+        if (!lead_ok(xa) || !lead_ok(xb))
+            fail_unsupported("broadcasting " + shape_str(sa) + " with " + shape_str(sb) + " along merged leading dims (rank > 4)");
+    }
+    a = reshape(a, xa);
+    bt = reshape(bt, xb);
+    auto ne = to_ne(so);
+    auto same = [&](ggml_tensor* t) { return t->ne[0] == ne[0] && t->ne[1] == ne[1] && t->ne[2] == ne[2] && t->ne[3] == ne[3]; };
+    bool commutative = op == Bin::Add || op == Bin::Mul;
+    if (!same(a)) {
+        if (commutative && same(bt)) std::swap(a, bt);
+        else a = repeat_to(a, ne);
+    }
+    if (a->nb[0] != ggml_type_size(a->type)) a = G(b, ggml_cont, a);
+    switch (op) {
+        case Bin::Add: return G(b, ggml_add, a, bt);
+        case Bin::Sub: return G(b, ggml_sub, a, bt);
+        case Bin::Mul: return G(b, ggml_mul, a, bt);
+        case Bin::Div: return G(b, ggml_div, a, bt);
+    }
+    return nullptr;
+}
+
+}  // namespace onnx2ggml

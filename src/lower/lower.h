@@ -1,0 +1,47 @@
+// Lowering of one node to ggml, through the Builder. The helpers here are the only
+// code that converts layouts, broadcasts, or makes tensors contiguous.
+#pragma once
+#include <vector>
+
+#include "lower/builder.h"
+#include "lower/layout.h"
+#include "ops/op.h"
+
+namespace onnx2ggml {
+
+struct LowerState {
+    Builder& b;
+    std::vector<ggml_tensor*> vmap;        // value id -> ggml tensor
+    std::unordered_map<int, ggml_tensor*> weight_of;  // value id -> weight tensor
+};
+
+class LowerCtx : public OpCtx {
+public:
+    LowerCtx(Graph& g, int node, LowerState& st) : OpCtx(g, node), b(st.b), st_(st) {}
+    Builder& b;
+
+    ggml_tensor* x(int i);                       // input i as a ggml tensor (F32 unless int input)
+    ggml_tensor* xc(int i) { return cont(x(i)); }
+    ggml_tensor* constant(const Tensor& t, ggml_type type = GGML_TYPE_F32);  // a derived weight
+    ggml_tensor* scalar(float v) { return constant(Tensor::from_f32({v}, {})); }
+    void set(int i, ggml_tensor* t);             // result of output i, checked against its shape
+
+    ggml_tensor* cont(ggml_tensor* t);           // ggml_cont only if not contiguous
+    ggml_tensor* reshape(ggml_tensor* t, const Shape& s);    // to the canonical ne of s
+    ggml_tensor* permute(ggml_tensor* t, const std::vector<int64_t>& perm);  // ONNX perm, rank <= 4 (view)
+    // a view of t restricted to [start, start+len) with step along ggml dim d
+    ggml_tensor* slice(ggml_tensor* t, int d, int64_t start, int64_t len, int64_t step = 1);
+    ggml_tensor* repeat_to(ggml_tensor* t, const std::array<int64_t, 4>& ne);
+
+    enum class Bin { Add, Sub, Mul, Div };
+    // numpy-broadcasting binary op on ONNX shapes sa, sb
+    ggml_tensor* binary(Bin op, ggml_tensor* a, const Shape& sa, ggml_tensor* bt, const Shape& sb);
+    ggml_tensor* binary(Bin op, int ia, int ib) { return binary(op, x(ia), shape(ia), x(ib), shape(ib)); }
+
+private:
+    LowerState& st_;
+};
+
+ggml_type ggml_type_for(DType t);  // the ggml type a device value of dtype t is held in
+
+}  // namespace onnx2ggml

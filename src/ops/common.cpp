@@ -1,0 +1,82 @@
+#include "ops/common.h"
+
+namespace onnx2ggml {
+
+std::vector<int64_t> strides_of(const Shape& s) {
+    std::vector<int64_t> st(s.size(), 1);
+    for (int i = int(s.size()) - 2; i >= 0; --i) st[i] = st[i + 1] * s[i + 1];
+    return st;
+}
+
+Shape operand_shape(OpCtx& c, int i) {
+    Shape s = c.shape(i);
+    if (i == 1 && c.opset() < 7 && c.ai("broadcast", 0) == 1) {
+        int ra = c.rank(0);
+        int64_t axis = c.has_attr("axis") ? c.ai("axis", 0) : ra - int64_t(s.size());
+        if (axis < 0) axis += ra;
+        if (axis < 0 || axis + int64_t(s.size()) > ra) c.fail("legacy broadcast: axis out of range");
+        Shape r(size_t(axis), 1);
+        r.insert(r.end(), s.begin(), s.end());
+        while (int(r.size()) < ra) r.push_back(1);
+        return r;
+    }
+    return s;
+}
+
+Shape broadcast_all(OpCtx& c) {
+    Shape out;
+    bool first = true;
+    for (int i = 0; i < c.nin(); ++i) {
+        if (!c.has(i)) continue;
+        Shape s = operand_shape(c, i);
+        if (first) { out = s; first = false; continue; }
+        Shape r;
+        if (!broadcast_shapes(out, s, r)) c.fail("input shapes " + shape_str(out) + " and " + shape_str(s) + " cannot be broadcast");
+        out = r;
+    }
+    return out;
+}
+
+Tensor eval_elementwise(OpCtx& c, DType out_type, const FloatFn& ff, const IntFn& fi) {
+    Shape out = broadcast_all(c);
+    std::vector<const Tensor*> ins;
+    std::vector<Shape> shapes;
+    bool all_int = true;
+    for (int i = 0; i < c.nin(); ++i) {
+        if (!c.has(i)) continue;
+        ins.push_back(&c.cval(i));
+        shapes.push_back(align_rank(operand_shape(c, i), out.size()));
+        all_int &= !dtype_is_float(ins.back()->dtype);
+    }
+    bool use_int = all_int && fi;
+    Tensor r = Tensor::zeros(out_type, out);
+    int64_t n = r.numel();
+    size_t k = ins.size(), rank = out.size();
+    std::vector<std::vector<int64_t>> st(k);
+    for (size_t j = 0; j < k; ++j) {
+        auto s = strides_of(shapes[j]);
+        for (size_t d = 0; d < rank; ++d) if (shapes[j][d] == 1) s[d] = 0;
+        st[j] = s;
+    }
+    std::vector<int64_t> idx(rank, 0), off(k, 0);
+    std::vector<double> fv(k);
+    std::vector<int64_t> iv(k);
+    for (int64_t e = 0; e < n; ++e) {
+        for (size_t j = 0; j < k; ++j) {
+            if (use_int) iv[j] = ins[j]->geti(off[j]);
+            else fv[j] = ins[j]->getf(off[j]);
+        }
+        if (use_int) r.seti(e, fi(iv.data()));
+        else r.setf(e, ff(fv.data()));
+        for (int d = int(rank) - 1; d >= 0; --d) {  // advance the multi-index
+            idx[d]++;
+            for (size_t j = 0; j < k; ++j) off[j] += st[j][d];
+            if (idx[d] < out[d]) break;
+            for (size_t j = 0; j < k; ++j) off[j] -= st[j][d] * out[d];
+            idx[d] = 0;
+        }
+    }
+    return r;
+}
+
+}  // namespace onnx2ggml

@@ -1,0 +1,32 @@
+// Helpers shared by the op families: shape rules and host evaluators of broadcasting
+// elementwise ops.
+#pragma once
+#include <functional>
+
+#include "lower/layout.h"
+#include "lower/lower.h"
+#include "ops/op.h"
+
+namespace onnx2ggml {
+
+// Effective shape of input i of a broadcasting op (opset < 7 'broadcast'/'axis' attrs applied).
+Shape operand_shape(OpCtx& c, int i);
+// Output shape of a numpy-broadcasting op over all present inputs.
+Shape broadcast_all(OpCtx& c);
+
+using FloatFn = std::function<double(const double*)>;
+using IntFn = std::function<int64_t(const int64_t*)>;
+// Evaluates an elementwise op over broadcast inputs; integer inputs use `fi` when given.
+Tensor eval_elementwise(OpCtx& c, DType out_type, const FloatFn& ff, const IntFn& fi);
+
+inline void infer_same(OpCtx& c) { c.set_out(0, c.dtype(0), c.shape(0)); }
+
+// Device helpers (src/ops/shape.cpp): gather of constant indices along an ONNX axis, and
+// a transpose of any rank (a view up to rank 4).
+ggml_tensor* gather_axis(LowerCtx& c, ggml_tensor* x, const Shape& s, int axis, const std::vector<int64_t>& indices);
+ggml_tensor* transpose_any(LowerCtx& c, ggml_tensor* x, const Shape& s, const std::vector<int64_t>& perm);
+
+// Strides of a row-major shape (elements).
+std::vector<int64_t> strides_of(const Shape& s);
+
+}  // namespace onnx2ggml

@@ -1,0 +1,335 @@
+// Elementwise operators: unary math and activations, broadcasting binary arithmetic,
+// variadic Sum/Mean/Max/Min, comparisons and logic, Where, Clip, Cast.
+#include <cmath>
+
+#include "ops/common.h"
+
+namespace onnx2ggml {
+namespace {
+
+using Lc = LowerCtx;
+using UnaryLower = std::function<ggml_tensor*(Lc&, ggml_tensor*)>;
+
+// elu with a general alpha: relu(x) + alpha * elu(min(x, 0)), with ggml_elu(y) = exp(y)-1 for y <= 0
+ggml_tensor* elu_alpha(Lc& c, ggml_tensor* x, float alpha) {
+    if (alpha == 1.0f) return G(c.b, ggml_elu, x);
+    ggml_tensor* neg = G(c.b, ggml_neg, G(c.b, ggml_relu, G(c.b, ggml_neg, x)));
+    return G(c.b, ggml_add, G(c.b, ggml_relu, x), G(c.b, ggml_scale, G(c.b, ggml_elu, neg), alpha));
+}
+
+void unary(Registry& r, const std::string& op, std::function<double(OpCtx&, double)> f, UnaryLower low,
+           std::function<int64_t(int64_t)> fi = nullptr) {
+    OpDef d;
+    d.op_type = op;
+    d.infer = infer_same;
+    d.eval = [f, fi](OpCtx& c) {
+        IntFn ifn = nullptr;
+        if (fi) ifn = [fi](const int64_t* v) { return fi(v[0]); };
+        c.set_const(0, eval_elementwise(c, c.dtype(0), [&](const double* v) { return f(c, v[0]); }, ifn));
+    };
+    if (low)
+        d.lower = [low](Lc& c) {
+            if (c.dtype(0) != DType::F32) c.fail_unsupported(std::string("device tensors of dtype ") + dtype_name(c.dtype(0)) + " are not supported (only float32)");
+            c.set(0, low(c, c.xc(0)));
+        };
+    r.add(std::move(d));
+}
+
+double erf_d(double x) { return std::erf(x); }
+
+void register_unary(Registry& r) {
+    unary(r, "Relu", [](OpCtx&, double x) { return x > 0 ? x : 0.0; }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_relu, x); },
+          [](int64_t x) { return x > 0 ? x : 0; });
+    unary(r, "LeakyRelu", [](OpCtx& c, double x) { return x >= 0 ? x : x * c.af("alpha", 0.01f); },
+          [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_leaky_relu, x, c.af("alpha", 0.01f), false); });
+    unary(r, "Elu", [](OpCtx& c, double x) { return x >= 0 ? x : c.af("alpha", 1.0f) * std::expm1(x); },
+          [](Lc& c, ggml_tensor* x) { return elu_alpha(c, x, c.af("alpha", 1.0f)); });
+    unary(r, "Selu",
+          [](OpCtx& c, double x) {
+              double a = c.af("alpha", 1.67326319217681884765625f), g = c.af("gamma", 1.05070102214813232421875f);
+              return x > 0 ? g * x : g * a * std::expm1(x);
+          },
+          [](Lc& c, ggml_tensor* x) {
+              return G(c.b, ggml_scale, elu_alpha(c, x, c.af("alpha", 1.67326319217681884765625f)),
+                       c.af("gamma", 1.05070102214813232421875f));
+          });
+    unary(r, "Sigmoid", [](OpCtx&, double x) { return 1.0 / (1.0 + std::exp(-x)); },
+          [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_sigmoid, x); });
+    unary(r, "HardSigmoid",
+          [](OpCtx& c, double x) { return std::max(0.0, std::min(1.0, double(c.af("alpha", 0.2f)) * x + c.af("beta", 0.5f))); },
+          [](Lc& c, ggml_tensor* x) {
+              return G(c.b, ggml_clamp, G(c.b, ggml_scale_bias, x, c.af("alpha", 0.2f), c.af("beta", 0.5f)), 0.0f, 1.0f);
+          });
+    unary(r, "HardSwish", [](OpCtx&, double x) { return x * std::max(0.0, std::min(1.0, x / 6 + 0.5)); },
+          [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_hardswish, x); });
+    unary(r, "Tanh", [](OpCtx&, double x) { return std::tanh(x); }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_tanh, x); });
+    unary(r, "Softplus", [](OpCtx&, double x) { return std::log1p(std::exp(x)); },
+          [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_softplus, x); });
+    unary(r, "Erf", [](OpCtx&, double x) { return erf_d(x); }, nullptr);
+    unary(r, "Sqrt", [](OpCtx&, double x) { return std::sqrt(x); }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_sqrt, x); });
+    unary(r, "Exp", [](OpCtx&, double x) { return std::exp(x); }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_exp, x); });
+    unary(r, "Log", [](OpCtx&, double x) { return std::log(x); }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_log, x); });
+    unary(r, "Neg", [](OpCtx&, double x) { return -x; }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_neg, x); },
+          [](int64_t x) { return -x; });
+    unary(r, "Abs", [](OpCtx&, double x) { return std::fabs(x); }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_abs, x); },
+          [](int64_t x) { return x < 0 ? -x : x; });
+    unary(r, "Reciprocal", [](OpCtx&, double x) { return 1.0 / x; }, [](Lc& c, ggml_tensor* x) {
+        ggml_tensor* one = c.repeat_to(c.scalar(1.0f), {x->ne[0], x->ne[1], x->ne[2], x->ne[3]});
+        return G(c.b, ggml_div, one, x);
+    });
+    unary(r, "Floor", [](OpCtx&, double x) { return std::floor(x); }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_floor, x); });
+    unary(r, "Ceil", [](OpCtx&, double x) { return std::ceil(x); }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_ceil, x); });
+    unary(r, "Sin", [](OpCtx&, double x) { return std::sin(x); }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_sin, x); });
+    unary(r, "Cos", [](OpCtx&, double x) { return std::cos(x); }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_cos, x); });
+    unary(r, "Sign", [](OpCtx&, double x) { return double((x > 0) - (x < 0)); }, nullptr,
+          [](int64_t x) { return int64_t((x > 0) - (x < 0)); });
+    unary(r, "Round", [](OpCtx&, double x) { return std::nearbyint(x); }, nullptr);  // half to even
+    unary(r, "Softsign", [](OpCtx&, double x) { return x / (1 + std::fabs(x)); }, nullptr);
+    unary(r, "Gelu",
+          [](OpCtx& c, double x) {
+              if (c.as("approximate", "none") == "tanh")
+                  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+              return 0.5 * x * (1 + erf_d(x / std::sqrt(2.0)));
+          },
+          [](Lc& c, ggml_tensor* x) {
+              if (c.as("approximate", "none") == "tanh") c.fail_unsupported("Gelu approximate='tanh' is not lowered yet");
+              return G(c.b, ggml_gelu_erf, x);
+          });
+    // Internal ops produced by the fusion passes.
+    unary(r, "o2g.Silu", [](OpCtx&, double x) { return x / (1.0 + std::exp(-x)); },
+          [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_silu, x); });
+    unary(r, "Not", [](OpCtx&, double x) { return double(x == 0); }, nullptr, [](int64_t x) { return int64_t(x == 0); });
+    {  // Identity and Dropout (inference): the value passes through
+        for (const char* op : {"Identity", "Dropout"}) {
+            OpDef d;
+            d.op_type = op;
+            d.infer = [](OpCtx& c) {
+                infer_same(c);
+                if (c.has_out(1)) c.set_out(1, DType::Bool, c.shape(0));
+                if (c.node().op_type == "Dropout" && c.has(2) && (!c.is_const(2) || c.cval(2).geti(0) != 0))
+                    c.fail_unsupported("Dropout in training mode is not supported");
+            };
+            d.eval = [](OpCtx& c) {
+                c.set_const(0, c.cval(0));
+                if (c.has_out(1)) {
+                    Tensor m = Tensor::zeros(DType::Bool, c.shape(0));
+                    for (int64_t i = 0; i < m.numel(); ++i) m.seti(i, 1);
+                    c.set_const(1, m);
+                }
+            };
+            d.lower = [](Lc& c) {
+                if (c.has_out(1)) c.fail_unsupported("the mask output of Dropout is not supported on the device");
+                c.set(0, c.x(0));
+            };
+            r.add(std::move(d));
+        }
+    }
+}
+
+// ---- binary and variadic ---------------------------------------------------------------
+
+void binary(Registry& r, const std::string& op, FloatFn ff, IntFn fi, LowerCtx::Bin bin, bool lowerable = true) {
+    OpDef d;
+    d.op_type = op;
+    d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(0), broadcast_all(c)); };
+    d.eval = [ff, fi](OpCtx& c) { c.set_const(0, eval_elementwise(c, c.dtype(0), ff, fi)); };
+    if (lowerable)
+        d.lower = [bin](Lc& c) {
+            if (c.dtype(0) != DType::F32) c.fail_unsupported(std::string("device arithmetic on ") + dtype_name(c.dtype(0)) + " tensors is not supported");
+            c.set(0, c.binary(bin, c.x(0), operand_shape(c, 0), c.x(1), operand_shape(c, 1)));
+        };
+    r.add(std::move(d));
+}
+
+int64_t idiv(int64_t a, int64_t b) { return b == 0 ? 0 : a / b; }
+
+// Pow with a constant scalar exponent that ggml can compute exactly.
+ggml_tensor* lower_pow(Lc& c) {
+    if (!c.is_const(1) || c.cval(1).numel() != 1)
+        c.fail_unsupported("Pow is only supported with a constant scalar exponent");
+    double e = c.cval(1).getf(0);
+    ggml_tensor* x = c.xc(0);
+    ggml_tensor* y = nullptr;
+    if (e == 1) y = x;
+    else if (e == 2) y = G(c.b, ggml_sqr, x);
+    else if (e == 3) y = G(c.b, ggml_mul, G(c.b, ggml_sqr, x), x);
+    else if (e == 0.5) y = G(c.b, ggml_sqrt, x);
+    else if (e == -1) y = G(c.b, ggml_div, c.repeat_to(c.scalar(1.0f), {x->ne[0], x->ne[1], x->ne[2], x->ne[3]}), x);
+    else c.fail_unsupported("Pow exponent " + std::to_string(e) + " is not supported on the device (supported: -1, 0.5, 1, 2, 3)");
+    // the exponent may broadcast the output to a higher rank
+    return c.reshape(c.repeat_to(c.reshape(y, align_rank(c.shape(0), c.out(0).shape.size())), to_ne(c.out(0).shape)), c.out(0).shape);
+}
+
+void register_binary(Registry& r) {
+    using B = LowerCtx::Bin;
+    binary(r, "Add", [](const double* v) { return v[0] + v[1]; }, [](const int64_t* v) { return v[0] + v[1]; }, B::Add);
+    binary(r, "Sub", [](const double* v) { return v[0] - v[1]; }, [](const int64_t* v) { return v[0] - v[1]; }, B::Sub);
+    binary(r, "Mul", [](const double* v) { return v[0] * v[1]; }, [](const int64_t* v) { return v[0] * v[1]; }, B::Mul);
+    binary(r, "Div", [](const double* v) { return v[0] / v[1]; }, [](const int64_t* v) { return idiv(v[0], v[1]); }, B::Div);
+    {
+        OpDef d;
+        d.op_type = "Pow";
+        d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(0), broadcast_all(c)); };
+        d.eval = [](OpCtx& c) {
+            c.set_const(0, eval_elementwise(c, c.dtype(0), [](const double* v) { return std::pow(v[0], v[1]); },
+                                            [](const int64_t* v) { return int64_t(std::pow(double(v[0]), double(v[1]))); }));
+        };
+        d.lower = [](Lc& c) { c.set(0, lower_pow(c)); };
+        r.add(std::move(d));
+    }
+    // variadic ops
+    struct V { const char* op; int kind; };
+    for (V v : {V{"Sum", 0}, V{"Mean", 1}, V{"Max", 2}, V{"Min", 3}}) {
+        OpDef d;
+        d.op_type = v.op;
+        d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(0), broadcast_all(c)); };
+        int kind = v.kind;
+        d.eval = [kind](OpCtx& c) {
+            int k = 0;
+            for (int i = 0; i < c.nin(); ++i) k += c.has(i);
+            c.set_const(0, eval_elementwise(c, c.dtype(0),
+                [kind, k](const double* x) {
+                    double a = x[0];
+                    for (int i = 1; i < k; ++i) {
+                        if (kind <= 1) a += x[i];
+                        else if (std::isnan(x[i]) || std::isnan(a)) a = NAN;
+                        else a = kind == 2 ? std::max(a, x[i]) : std::min(a, x[i]);
+                    }
+                    return kind == 1 ? a / k : a;
+                },
+                [kind, k](const int64_t* x) {
+                    int64_t a = x[0];
+                    for (int i = 1; i < k; ++i) a = kind <= 1 ? a + x[i] : (kind == 2 ? std::max(a, x[i]) : std::min(a, x[i]));
+                    return kind == 1 ? a / k : a;
+                }));
+        };
+        d.lower = [kind](Lc& c) {
+            if (c.dtype(0) != DType::F32) c.fail_unsupported("device arithmetic on non-float tensors is not supported");
+            ggml_tensor* acc = c.x(0);
+            Shape sacc = c.shape(0);
+            int n = 0;
+            for (int i = 0; i < c.nin(); ++i) {
+                if (!c.has(i)) continue;
+                ++n;
+                if (n == 1) continue;
+                ggml_tensor* y = c.x(i);
+                Shape sy = c.shape(i), so;
+                broadcast_shapes(sacc, sy, so);
+                if (kind <= 1) {
+                    acc = c.binary(LowerCtx::Bin::Add, acc, sacc, y, sy);
+                } else if (c.is_const(i) && c.cval(i).numel() == 1 && so == sacc) {
+                    float v = float(c.cval(i).getf(0));
+                    acc = kind == 2 ? G(c.b, ggml_clamp, c.cont(acc), v, INFINITY) : G(c.b, ggml_clamp, c.cont(acc), -INFINITY, v);
+                } else {
+                    // max(a, b) = a + relu(b - a); min(a, b) = a - relu(a - b)
+                    ggml_tensor* d1 = kind == 2 ? c.binary(LowerCtx::Bin::Sub, y, sy, acc, sacc) : c.binary(LowerCtx::Bin::Sub, acc, sacc, y, sy);
+                    ggml_tensor* rl = G(c.b, ggml_relu, c.cont(d1));
+                    acc = c.binary(kind == 2 ? LowerCtx::Bin::Add : LowerCtx::Bin::Sub, acc, sacc, rl, so);
+                }
+                sacc = so;
+            }
+            if (kind == 1 && n > 1) acc = G(c.b, ggml_scale, c.cont(acc), 1.0f / float(n));
+            if (n == 1) acc = c.x(0);
+            c.set(0, acc);
+        };
+        r.add(std::move(d));
+    }
+    // comparisons and logic: computed on the host (shape logic); no device kernels in ggml
+    struct Cmp { const char* op; std::function<bool(double, double)> f; };
+    for (const Cmp& cm : {Cmp{"Equal", [](double a, double b) { return a == b; }},
+                          Cmp{"Less", [](double a, double b) { return a < b; }},
+                          Cmp{"Greater", [](double a, double b) { return a > b; }},
+                          Cmp{"LessOrEqual", [](double a, double b) { return a <= b; }},
+                          Cmp{"GreaterOrEqual", [](double a, double b) { return a >= b; }},
+                          Cmp{"And", [](double a, double b) { return a != 0 && b != 0; }},
+                          Cmp{"Or", [](double a, double b) { return a != 0 || b != 0; }},
+                          Cmp{"Xor", [](double a, double b) { return (a != 0) != (b != 0); }}}) {
+        OpDef d;
+        d.op_type = cm.op;
+        d.infer = [](OpCtx& c) { c.set_out(0, DType::Bool, broadcast_all(c)); };
+        auto f = cm.f;
+        d.eval = [f](OpCtx& c) {
+            c.set_const(0, eval_elementwise(c, DType::Bool, [f](const double* v) { return double(f(v[0], v[1])); },
+                                            [f](const int64_t* v) { return int64_t(f(double(v[0]), double(v[1]))); }));
+        };
+        r.add(std::move(d));
+    }
+    {
+        OpDef d;
+        d.op_type = "Where";
+        d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(1), broadcast_all(c)); };
+        d.eval = [](OpCtx& c) {
+            bool flt = dtype_is_float(c.dtype(1));
+            c.set_const(0, eval_elementwise(c, c.dtype(1),
+                [](const double* v) { return v[0] != 0 ? v[1] : v[2]; },
+                flt ? IntFn(nullptr) : IntFn([](const int64_t* v) { return v[0] != 0 ? v[1] : v[2]; })));
+        };
+        r.add(std::move(d));
+    }
+}
+
+void register_clip_cast(Registry& r) {
+    {
+        OpDef d;
+        d.op_type = "Clip";
+        d.host_inputs = {1, 2};
+        auto bounds = [](OpCtx& c, double& lo, double& hi) {
+            lo = -INFINITY;
+            hi = INFINITY;
+            if (c.opset() < 11) {
+                lo = c.af("min", -3.402823e+38f);
+                hi = c.af("max", 3.402823e+38f);
+            } else {
+                if (c.has(1)) lo = c.cval(1).getf(0);
+                if (c.has(2)) hi = c.cval(2).getf(0);
+            }
+        };
+        d.infer = infer_same;
+        d.eval = [bounds](OpCtx& c) {
+            double lo, hi;
+            bounds(c, lo, hi);
+            Tensor t = Tensor::zeros(c.dtype(0), c.shape(0));
+            const Tensor& x = c.cval(0);
+            bool flt = dtype_is_float(x.dtype);
+            for (int64_t i = 0; i < t.numel(); ++i) {
+                if (flt) t.setf(i, std::min(std::max(x.getf(i), lo), hi));
+                else t.seti(i, std::min(std::max(x.geti(i), int64_t(std::max(lo, -9.2e18))), int64_t(std::min(hi, 9.2e18))));
+            }
+            c.set_const(0, t);
+        };
+        d.lower = [bounds](Lc& c) {
+            double lo, hi;
+            bounds(c, lo, hi);
+            c.set(0, G(c.b, ggml_clamp, c.xc(0), float(lo), float(hi)));
+        };
+        r.add(std::move(d));
+    }
+    {
+        OpDef d;
+        d.op_type = "Cast";
+        auto target = [](OpCtx& c) {
+            int64_t to = c.ai("to", 0);
+            if (!dtype_known(int(to))) c.fail_unsupported("Cast to data type " + std::to_string(to) + " is not supported");
+            return DType(to);
+        };
+        d.infer = [target](OpCtx& c) { c.set_out(0, target(c), c.shape(0)); };
+        d.eval = [target](OpCtx& c) { c.set_const(0, c.cval(0).cast(target(c))); };
+        d.lower = [target](Lc& c) {
+            DType from = c.dtype(0), to = target(c);
+            bool same_device_type = ggml_type_for(from) != GGML_TYPE_COUNT && ggml_type_for(from) == ggml_type_for(to);
+            if (!same_device_type) c.fail_unsupported(std::string("Cast from ") + dtype_name(from) + " to " + dtype_name(to) + " on the device is not supported");
+            c.set(0, c.x(0));
+        };
+        r.add(std::move(d));
+    }
+}
+
+}  // namespace
+
+void register_elementwise(Registry& r) {
+    register_unary(r);
+    register_binary(r);
+    register_clip_cast(r);
+}
+
+}  // namespace onnx2ggml

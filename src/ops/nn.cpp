@@ -1,0 +1,797 @@
+// Neural-network operators: Conv, ConvTranspose, pooling, BatchNormalization,
+// Instance/LayerNormalization, Gemm, MatMul, Softmax/LogSoftmax, PRelu, Resize/Upsample.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "ops/common.h"
+
+namespace onnx2ggml {
+namespace {
+
+using Lc = LowerCtx;
+
+// Host transpose of the last two dims.
+Tensor transpose_last2(const Tensor& t) {
+    Shape s = t.shape;
+    size_t r = s.size();
+    int64_t R = s[r - 2], C = s[r - 1], B = shape_numel(s) / std::max<int64_t>(1, R * C);
+    std::swap(s[r - 2], s[r - 1]);
+    Tensor o = Tensor::zeros(t.dtype, s);
+    size_t es = dtype_size(t.dtype);
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t i = 0; i < R; ++i)
+            for (int64_t j = 0; j < C; ++j)
+                std::memcpy(o.data() + size_t((b * C + j) * R + i) * es, t.data() + size_t((b * R + i) * C + j) * es, es);
+    return o;
+}
+
+// ---- spatial geometry shared by Conv, ConvTranspose and the pools ------------------------
+
+struct Geometry {
+    int nsp = 0;                       // spatial dims
+    std::vector<int64_t> in, k, s, d, pb, pe, out;
+};
+
+Geometry conv_geometry(OpCtx& c, const std::vector<int64_t>& kernel, bool ceil_mode) {
+    Geometry g;
+    const Shape& x = c.shape(0);
+    if (x.size() < 3) c.fail("input must have rank >= 3, got " + shape_str(x));
+    g.nsp = int(x.size()) - 2;
+    g.in.assign(x.begin() + 2, x.end());
+    g.k = kernel;
+    if (int(g.k.size()) != g.nsp) c.fail("kernel_shape has " + std::to_string(g.k.size()) + " dims for " + std::to_string(g.nsp) + " spatial dims");
+    g.s = c.ais("strides", std::vector<int64_t>(g.nsp, 1));
+    g.d = c.ais("dilations", std::vector<int64_t>(g.nsp, 1));
+    std::vector<int64_t> pads = c.ais("pads", std::vector<int64_t>(2 * g.nsp, 0));
+    if (int(g.s.size()) != g.nsp || int(g.d.size()) != g.nsp || int(pads.size()) != 2 * g.nsp) c.fail("strides/dilations/pads have the wrong length");
+    std::string ap = c.as("auto_pad", "NOTSET");
+    g.pb.assign(pads.begin(), pads.begin() + g.nsp);
+    g.pe.assign(pads.begin() + g.nsp, pads.end());
+    g.out.resize(g.nsp);
+    for (int i = 0; i < g.nsp; ++i) {
+        if (g.s[i] <= 0 || g.d[i] <= 0 || g.k[i] <= 0) c.fail("strides, dilations and kernel dims must be positive");
+        int64_t ek = (g.k[i] - 1) * g.d[i] + 1;
+        if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+            g.out[i] = (g.in[i] + g.s[i] - 1) / g.s[i];
+            int64_t total = std::max<int64_t>(0, (g.out[i] - 1) * g.s[i] + ek - g.in[i]);
+            g.pb[i] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
+            g.pe[i] = total - g.pb[i];
+        } else {
+            if (ap == "VALID") g.pb[i] = g.pe[i] = 0;
+            else if (ap != "NOTSET") c.fail("unknown auto_pad '" + ap + "'");
+            int64_t span = g.in[i] + g.pb[i] + g.pe[i] - ek;
+            if (span < 0) c.fail("kernel is larger than the padded input");
+            g.out[i] = ceil_mode ? (span + g.s[i] - 1) / g.s[i] + 1 : span / g.s[i] + 1;
+            if (ceil_mode && (g.out[i] - 1) * g.s[i] >= g.in[i] + g.pb[i]) g.out[i]--;  // last window must start inside
+        }
+    }
+    return g;
+}
+
+// 1-D spatial tensors are lowered as 2-D with H = 1.
+ggml_tensor* as_2d(Lc& c, ggml_tensor* t, const Shape& s) {
+    if (s.size() == 3) return c.reshape(t, {s[0], s[1], 1, s[2]});
+    return c.reshape(t, s);
+}
+
+ggml_tensor* conv2d_f32(Lc& c, ggml_tensor* w, ggml_tensor* x, int s0, int s1, int p0, int p1, int d0, int d1) {
+    // im2col in F32 (ggml_conv_2d would round the input to F16), then one mul_mat
+    ggml_tensor* col = G(c.b, ggml_im2col, w, x, s0, s1, p0, p1, d0, d1, true, GGML_TYPE_F32);  // [K, OW, OH, N]
+    int64_t K = col->ne[0], OW = col->ne[1], OH = col->ne[2], N = col->ne[3], OC = w->ne[3];
+    ggml_tensor* r = G(c.b, ggml_mul_mat, G(c.b, ggml_reshape_2d, col, K, OW * OH * N), G(c.b, ggml_reshape_2d, w, K, OC));
+    if (N == 1) return G(c.b, ggml_reshape_4d, r, OW, OH, OC, int64_t(1));
+    r = G(c.b, ggml_reshape_4d, r, OW, OH, N, OC);
+    return G(c.b, ggml_cont, G(c.b, ggml_permute, r, 0, 1, 3, 2));
+}
+
+void lower_conv(Lc& c) {
+    const Shape& ws = c.shape(1);
+    std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
+    Geometry g = conv_geometry(c, kernel, false);
+    if (g.nsp > 2) c.fail_unsupported("Conv with " + std::to_string(g.nsp) + " spatial dims is not lowered yet");
+    if (c.dtype(0) != DType::F32) c.fail_unsupported("Conv on " + std::string(dtype_name(c.dtype(0))));
+    int64_t group = c.ai("group", 1);
+    const Shape& xs = c.shape(0);
+    Shape x4 = xs.size() == 3 ? Shape{xs[0], xs[1], 1, xs[2]} : xs;
+    Shape w4 = ws.size() == 3 ? Shape{ws[0], ws[1], 1, ws[2]} : ws;
+    auto sp = [&](const std::vector<int64_t>& v, int i, int64_t def) { return g.nsp == 1 ? (i == 0 ? v[0] : def) : v[1 - i]; };
+    // ggml dim 0 = W (last spatial), dim 1 = H
+    int s0 = int(sp(g.s, 0, 1)), s1 = int(sp(g.s, 1, 1)), d0 = int(sp(g.d, 0, 1)), d1 = int(sp(g.d, 1, 1));
+    int pb0 = int(sp(g.pb, 0, 0)), pb1 = int(sp(g.pb, 1, 0)), pe0 = int(sp(g.pe, 0, 0)), pe1 = int(sp(g.pe, 1, 0));
+    ggml_tensor* x = c.cont(c.reshape(c.x(0), x4));
+    int p0 = pb0, p1 = pb1;
+    if (pb0 != pe0 || pb1 != pe1) {  // asymmetric: pad explicitly
+        x = G(c.b, ggml_pad_ext, x, pb0, pe0, pb1, pe1, 0, 0, 0, 0);
+        p0 = p1 = 0;
+    }
+    ggml_tensor* w = c.reshape(c.x(1), w4);
+    int64_t C = x4[1], M = w4[0];
+    if (C % group || M % group || w4[1] != C / group) c.fail("weight shape " + shape_str(ws) + " does not match input " + shape_str(xs) + " with group " + std::to_string(group));
+    ggml_tensor* y;
+    if (group == 1) {
+        y = conv2d_f32(c, w, x, s0, s1, p0, p1, d0, d1);
+    } else if (group == C && M == C) {
+        y = G(c.b, ggml_conv_2d_dw_direct, w, x, s0, s1, p0, p1, d0, d1);
+    } else {
+        int64_t cg = C / group, mg = M / group;
+        y = nullptr;
+        for (int64_t gi = 0; gi < group; ++gi) {
+            ggml_tensor* xg = c.cont(c.slice(x, 2, gi * cg, cg));
+            ggml_tensor* wg = c.cont(c.slice(w, 3, gi * mg, mg));
+            ggml_tensor* yg = conv2d_f32(c, wg, xg, s0, s1, p0, p1, d0, d1);
+            y = y ? G(c.b, ggml_concat, y, yg, 2) : yg;
+        }
+    }
+    if (c.has(2)) y = G(c.b, ggml_add, y, c.reshape(c.x(2), {M, 1, 1}));
+    c.set(0, c.reshape(y, c.out(0).shape));
+}
+
+void infer_conv(OpCtx& c) {
+    const Shape& ws = c.shape(1);
+    if (ws.size() != c.shape(0).size()) c.fail("weight rank " + std::to_string(ws.size()) + " differs from input rank");
+    std::vector<int64_t> kernel = c.ais("kernel_shape", std::vector<int64_t>(ws.begin() + 2, ws.end()));
+    Geometry g = conv_geometry(c, kernel, false);
+    int64_t group = c.ai("group", 1);
+    if (group <= 0 || c.shape(0)[1] != ws[1] * group) c.fail("input channels " + std::to_string(c.shape(0)[1]) + " != weight channels " + std::to_string(ws[1]) + " x group " + std::to_string(group));
+    Shape o = {c.shape(0)[0], ws[0]};
+    o.insert(o.end(), g.out.begin(), g.out.end());
+    c.set_out(0, c.dtype(0), o);
+}
+
+// ConvTranspose output geometry (per spatial dim)
+struct TGeom { int nsp; std::vector<int64_t> in, k, s, d, pb, pe, op, out; };
+
+TGeom tconv_geometry(OpCtx& c) {
+    TGeom g;
+    const Shape& x = c.shape(0);
+    const Shape& ws = c.shape(1);
+    g.nsp = int(x.size()) - 2;
+    g.in.assign(x.begin() + 2, x.end());
+    g.k = c.ais("kernel_shape", std::vector<int64_t>(ws.begin() + 2, ws.end()));
+    g.s = c.ais("strides", std::vector<int64_t>(g.nsp, 1));
+    g.d = c.ais("dilations", std::vector<int64_t>(g.nsp, 1));
+    g.op = c.ais("output_padding", std::vector<int64_t>(g.nsp, 0));
+    std::vector<int64_t> pads = c.ais("pads", std::vector<int64_t>(2 * g.nsp, 0));
+    std::vector<int64_t> oshape = c.ais("output_shape");
+    std::string ap = c.as("auto_pad", "NOTSET");
+    g.pb.assign(pads.begin(), pads.begin() + g.nsp);
+    g.pe.assign(pads.begin() + g.nsp, pads.end());
+    g.out.resize(g.nsp);
+    if (!oshape.empty() && int(oshape.size()) > g.nsp) oshape.erase(oshape.begin(), oshape.begin() + (oshape.size() - g.nsp));
+    for (int i = 0; i < g.nsp; ++i) {
+        int64_t full = g.s[i] * (g.in[i] - 1) + g.op[i] + (g.k[i] - 1) * g.d[i] + 1;
+        if (!oshape.empty() || ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+            int64_t out = !oshape.empty() ? oshape[i] : g.in[i] * g.s[i];
+            int64_t total = full - out;
+            if (total < 0) c.fail_unsupported("ConvTranspose output_shape larger than the full output");
+            bool upper = ap != "SAME_LOWER";  // output_shape follows SAME_UPPER
+            g.pb[i] = upper ? total / 2 : total - total / 2;
+            g.pe[i] = total - g.pb[i];
+            g.out[i] = out;
+        } else {
+            if (ap == "VALID") g.pb[i] = g.pe[i] = 0;
+            g.out[i] = full - g.pb[i] - g.pe[i];
+        }
+        if (g.out[i] <= 0) c.fail("non-positive output size");
+    }
+    return g;
+}
+
+void lower_conv_transpose(Lc& c) {
+    TGeom g = tconv_geometry(c);
+    if (g.nsp > 2) c.fail_unsupported("ConvTranspose with 3 spatial dims is not lowered yet");
+    for (int i = 0; i < g.nsp; ++i)
+        if (g.d[i] != 1) c.fail_unsupported("ConvTranspose with dilations is not lowered yet");
+    if (g.nsp == 2 && g.s[0] != g.s[1]) c.fail_unsupported("ConvTranspose with different strides per dim is not lowered yet");
+    int64_t group = c.ai("group", 1);
+    const Shape& xs = c.shape(0);
+    const Shape& ws = c.shape(1);
+    Shape x4 = xs.size() == 3 ? Shape{xs[0], xs[1], 1, xs[2]} : xs;
+    Shape w4 = ws.size() == 3 ? Shape{ws[0], ws[1], 1, ws[2]} : ws;
+    int stride = int(g.s[g.nsp - 1]);
+    ggml_tensor* x = c.cont(c.reshape(c.x(0), x4));
+    ggml_tensor* w = c.cont(c.reshape(c.x(1), w4));
+    int64_t C = x4[1], Mg = w4[1];
+    ggml_tensor* y = nullptr;
+    for (int64_t gi = 0; gi < group; ++gi) {
+        ggml_tensor* xg = group == 1 ? x : c.cont(c.slice(x, 2, gi * (C / group), C / group));
+        ggml_tensor* wg = group == 1 ? w : c.cont(c.slice(w, 3, gi * (C / group), C / group));
+        ggml_tensor* yg = G(c.b, ggml_conv_transpose_2d_p0, wg, xg, stride);
+        y = y ? G(c.b, ggml_concat, y, yg, 2) : yg;
+    }
+    // y holds the unpadded full output: crop pads at the start, extend with zeros at the end
+    for (int i = 0; i < g.nsp; ++i) {
+        int gd = g.nsp - 1 - i;  // ggml dim of spatial i
+        int64_t have = y->ne[gd] - g.pb[i];
+        if (have < g.out[i]) {
+            int extra = int(g.out[i] - have);
+            y = G(c.b, ggml_pad_ext, c.cont(y), gd == 0 ? 0 : 0, gd == 0 ? extra : 0, 0, gd == 1 ? extra : 0, 0, 0, 0, 0);
+        }
+        y = c.slice(y, gd, g.pb[i], g.out[i]);
+    }
+    y = c.cont(y);
+    if (c.has(2)) y = G(c.b, ggml_add, y, c.reshape(c.x(2), {Mg * group, 1, 1}));
+    c.set(0, c.reshape(y, c.out(0).shape));
+}
+
+// ---- pooling ------------------------------------------------------------------------------
+
+// ggml pool_2d pads both sides by p and ignores out-of-bounds taps; pick p >= pb with
+// (p - pb) % s == 0 and crop the leading outputs that belong to the extra padding.
+void pool_pad(int64_t in, int64_t k, int64_t s, int64_t pb, int64_t out, int& p, int64_t& skip) {
+    int64_t m = 0;
+    for (;; ++m) {
+        int64_t P = pb + m * s;
+        int64_t have = (in + 2 * P - k) / s + 1;
+        if (have >= m + out) { p = int(P); skip = m; return; }
+    }
+}
+
+void lower_pool(Lc& c, bool is_max) {
+    const Shape& xs = c.shape(0);
+    Geometry g = conv_geometry(c, c.ais("kernel_shape"), c.ai("ceil_mode", 0) != 0);
+    if (g.nsp > 2) c.fail_unsupported("pooling with " + std::to_string(g.nsp) + " spatial dims is not lowered yet");
+    for (int i = 0; i < g.nsp; ++i)
+        if (g.d[i] != 1) c.fail_unsupported("pooling with dilations is not lowered yet");
+    if (c.has_out(1)) c.fail_unsupported("MaxPool with an Indices output is not supported");
+    if (c.dtype(0) != DType::F32) c.fail_unsupported(std::string("pooling of ") + dtype_name(c.dtype(0)));
+    auto sp = [&](const std::vector<int64_t>& v, int i, int64_t def) { return g.nsp == 1 ? (i == 0 ? v[0] : def) : v[1 - i]; };
+    int64_t in0 = sp(g.in, 0, 1), in1 = sp(g.in, 1, 1), k0 = sp(g.k, 0, 1), k1 = sp(g.k, 1, 1), s0 = sp(g.s, 0, 1), s1 = sp(g.s, 1, 1);
+    int64_t pb0 = sp(g.pb, 0, 0), pb1 = sp(g.pb, 1, 0), pe0 = sp(g.pe, 0, 0), pe1 = sp(g.pe, 1, 0);
+    int64_t o0 = sp(g.out, 0, 1), o1 = sp(g.out, 1, 1);
+    int p0, p1;
+    int64_t skip0, skip1;
+    pool_pad(in0, k0, s0, pb0, o0, p0, skip0);
+    pool_pad(in1, k1, s1, pb1, o1, p1, skip1);
+    Shape x4 = xs.size() == 3 ? Shape{xs[0], xs[1], 1, xs[2]} : xs;
+    ggml_tensor* x = c.cont(c.reshape(c.x(0), x4));
+    ggml_tensor* y = G(c.b, ggml_pool_2d, x, is_max ? GGML_OP_POOL_MAX : GGML_OP_POOL_AVG, int(k0), int(k1), int(s0), int(s1), float(p0), float(p1));
+    y = c.slice(c.slice(y, 0, skip0, o0), 1, skip1, o1);
+    if (!is_max) {
+        // ggml divides by k0*k1; ONNX divides by the taps inside the input (or the padded input)
+        bool include_pad = c.ai("count_include_pad", 0) != 0;
+        auto count = [&](int64_t o, int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe) {
+            int64_t start = o * s - pb, end = start + k;
+            int64_t lo = include_pad ? -pb : 0, hi = include_pad ? in + pe : in;
+            return std::max<int64_t>(0, std::min(end, hi) - std::max(start, lo));
+        };
+        Tensor corr = Tensor::zeros(DType::F32, {o1, o0});
+        bool trivial = true;
+        for (int64_t a = 0; a < o1; ++a)
+            for (int64_t b2 = 0; b2 < o0; ++b2) {
+                int64_t n = count(a, in1, k1, s1, pb1, pe1) * count(b2, in0, k0, s0, pb0, pe0);
+                float f = n > 0 ? float(double(k0 * k1) / double(n)) : 0.0f;
+                corr.ptr<float>()[a * o0 + b2] = f;
+                trivial &= f == 1.0f;
+            }
+        if (!trivial) y = G(c.b, ggml_mul, c.cont(y), c.constant(corr));
+    }
+    c.set(0, c.reshape(y, c.out(0).shape));
+}
+
+void infer_pool(OpCtx& c) {
+    Geometry g = conv_geometry(c, c.ais("kernel_shape"), c.ai("ceil_mode", 0) != 0);
+    Shape o = {c.shape(0)[0], c.shape(0)[1]};
+    o.insert(o.end(), g.out.begin(), g.out.end());
+    c.set_out(0, c.dtype(0), o);
+    if (c.has_out(1)) c.set_out(1, DType::I64, o);
+}
+
+// ---- matmul ---------------------------------------------------------------------------
+
+// C = A @ B for ggml tensors given ONNX shapes of rank >= 2 (ONNX MatMul semantics, batch broadcast).
+ggml_tensor* matmul(Lc& c, int ia, int ib, Shape sa, Shape sb, bool trans_a, bool trans_b) {
+    // x = B^T as [.., N, K] (ggml ne [K, N]); y = A as [.., M, K]
+    ggml_tensor* x;
+    if (c.is_const(ib)) {
+        Tensor bt = c.cval(ib).reshaped(sb);
+        if (!trans_b) bt = transpose_last2(bt);
+        x = c.constant(bt);
+    } else {
+        x = c.reshape(c.x(ib), sb);
+        if (!trans_b) {
+            std::vector<int64_t> p;
+            for (size_t i = 0; i < sb.size(); ++i) p.push_back(int64_t(i));
+            std::swap(p[sb.size() - 1], p[sb.size() - 2]);
+            x = c.cont(c.permute(x, p));
+        }
+    }
+    if (trans_b) std::swap(sb[sb.size() - 1], sb[sb.size() - 2]);  // sb now [.., K, N]
+    ggml_tensor* y;
+    if (c.is_const(ia) && trans_a) {
+        y = c.constant(transpose_last2(c.cval(ia).reshaped(sa)));
+    } else {
+        y = c.reshape(c.x(ia), sa);
+        if (trans_a) {
+            std::vector<int64_t> p;
+            for (size_t i = 0; i < sa.size(); ++i) p.push_back(int64_t(i));
+            std::swap(p[sa.size() - 1], p[sa.size() - 2]);
+            y = c.permute(y, p);
+        }
+        y = c.cont(y);
+    }
+    if (trans_a) std::swap(sa[sa.size() - 1], sa[sa.size() - 2]);
+    // batch broadcast: y must cover the full batch; x broadcasts inside ggml_mul_mat
+    Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2), bo;
+    if (!broadcast_shapes(ba, bb, bo)) c.fail("batch dims " + shape_str(ba) + " and " + shape_str(bb) + " cannot be broadcast");
+    if (bo.size() > 2) c.fail_unsupported("MatMul with more than 2 batch dims");
+    Shape full_a = bo;
+    full_a.push_back(sa[sa.size() - 2]);
+    full_a.push_back(sa.back());
+    if (align_rank(ba, bo.size()) != bo) y = c.repeat_to(c.reshape(y, align_rank(sa, full_a.size())), to_ne(full_a));
+    Shape xb = align_rank(bb, bo.size());
+    Shape xs = xb;
+    xs.push_back(sb.back());
+    xs.push_back(sb[sb.size() - 2]);
+    x = c.reshape(x, xs);
+    return G(c.b, ggml_mul_mat, x, y);
+}
+
+void register_conv_pool(Registry& r) {
+    {
+        OpDef d;
+        d.op_type = "Conv";
+        d.infer = infer_conv;
+        d.lower = lower_conv;
+        r.add(d);
+    }
+    {
+        OpDef d;
+        d.op_type = "ConvTranspose";
+        d.infer = [](OpCtx& c) {
+            TGeom g = tconv_geometry(c);
+            int64_t group = c.ai("group", 1);
+            Shape o = {c.shape(0)[0], c.shape(1)[1] * group};
+            o.insert(o.end(), g.out.begin(), g.out.end());
+            c.set_out(0, c.dtype(0), o);
+        };
+        d.lower = lower_conv_transpose;
+        r.add(d);
+    }
+    for (bool mx : {true, false}) {
+        OpDef d;
+        d.op_type = mx ? "MaxPool" : "AveragePool";
+        d.infer = infer_pool;
+        d.lower = [mx](Lc& c) { lower_pool(c, mx); };
+        r.add(d);
+    }
+    for (bool mx : {false, true}) {
+        OpDef d;
+        d.op_type = mx ? "GlobalMaxPool" : "GlobalAveragePool";
+        d.infer = [](OpCtx& c) {
+            Shape o = c.shape(0);
+            for (size_t i = 2; i < o.size(); ++i) o[i] = 1;
+            c.set_out(0, c.dtype(0), o);
+        };
+        d.lower = [mx](Lc& c) {
+            const Shape& s = c.shape(0);
+            int64_t sp = 1;
+            for (size_t i = 2; i < s.size(); ++i) sp *= s[i];
+            ggml_tensor* x = c.reshape(c.x(0), {s[0], s[1], sp});
+            ggml_tensor* y = mx ? G(c.b, ggml_pool_1d, x, GGML_OP_POOL_MAX, int(sp), int(sp), 0) : G(c.b, ggml_mean, x);
+            c.set(0, c.reshape(y, c.out(0).shape));
+        };
+        r.add(d);
+    }
+}
+
+void register_norm(Registry& r) {
+    {
+        OpDef d;
+        d.op_type = "BatchNormalization";
+        d.host_inputs = {1, 2, 3, 4};
+        d.infer = [](OpCtx& c) {
+            if (c.ai("training_mode", 0) != 0) c.fail_unsupported("BatchNormalization in training mode");
+            for (int i = 1; i < c.nout(); ++i)
+                if (c.has_out(i)) c.fail_unsupported("BatchNormalization with running-statistics outputs (training)");
+            infer_same(c);
+        };
+        d.lower = [](Lc& c) {
+            double eps = c.af("epsilon", 1e-5f);
+            const Tensor &sc = c.cval(1), &bi = c.cval(2), &mu = c.cval(3), &var = c.cval(4);
+            int64_t C = c.shape(0).size() > 1 ? c.shape(0)[1] : 1;
+            if (sc.numel() != C || bi.numel() != C || mu.numel() != C || var.numel() != C)
+                c.fail_unsupported("BatchNormalization with non per-channel parameters (legacy spatial=0)");
+            std::vector<float> s(C), b(C);
+            for (int64_t i = 0; i < C; ++i) {
+                double k = sc.getf(i) / std::sqrt(var.getf(i) + eps);
+                s[i] = float(k);
+                b[i] = float(bi.getf(i) - mu.getf(i) * k);
+            }
+            Shape ps(c.rank(0) - 1, 1);
+            ps[0] = C;
+            ggml_tensor* y = c.binary(LowerCtx::Bin::Mul, c.x(0), c.shape(0), c.constant(Tensor::from_f32(s, ps)), ps);
+            y = c.binary(LowerCtx::Bin::Add, y, c.shape(0), c.constant(Tensor::from_f32(b, ps)), ps);
+            c.set(0, y);
+        };
+        r.add(d);
+    }
+    {
+        OpDef d;
+        d.op_type = "InstanceNormalization";
+        d.infer = infer_same;
+        d.lower = [](Lc& c) {
+            const Shape& s = c.shape(0);
+            int64_t sp = 1;
+            for (size_t i = 2; i < s.size(); ++i) sp *= s[i];
+            ggml_tensor* x = c.reshape(c.x(0), {s[0], s[1], sp});
+            ggml_tensor* y = G(c.b, ggml_norm, c.cont(x), c.af("epsilon", 1e-5f));
+            y = G(c.b, ggml_mul, y, c.reshape(c.x(1), {s[1], 1}));
+            y = G(c.b, ggml_add, y, c.reshape(c.x(2), {s[1], 1}));
+            c.set(0, c.reshape(y, s));
+        };
+        r.add(d);
+    }
+    {
+        OpDef d;
+        d.op_type = "LayerNormalization";
+        d.infer = [](OpCtx& c) {
+            infer_same(c);
+            int rk = c.rank(0);
+            int a = c.axis(c.ai("axis", -1), rk);
+            Shape red(c.shape(0).begin(), c.shape(0).begin() + a);
+            for (int i = a; i < rk; ++i) red.push_back(1);
+            if (c.has_out(1)) c.set_out(1, DType::F32, red);
+            if (c.has_out(2)) c.set_out(2, DType::F32, red);
+        };
+        d.lower = [](Lc& c) {
+            if (c.has_out(1) || c.has_out(2)) c.fail_unsupported("LayerNormalization Mean/InvStdDev outputs");
+            const Shape& s = c.shape(0);
+            int rk = int(s.size());
+            int a = c.axis(c.ai("axis", -1), rk);
+            int64_t p = 1, q = 1;
+            for (int i = 0; i < rk; ++i) (i < a ? p : q) *= s[i];
+            ggml_tensor* y = G(c.b, ggml_norm, c.cont(c.reshape(c.x(0), {p, q})), c.af("epsilon", 1e-5f));
+            Shape qs(s.begin() + a, s.end());
+            y = c.binary(LowerCtx::Bin::Mul, y, {p, q}, c.reshape(c.x(1), {shape_numel(c.shape(1))}), align_rank({shape_numel(c.shape(1))}, 1));
+            if (c.has(2)) y = c.binary(LowerCtx::Bin::Add, y, {p, q}, c.reshape(c.x(2), {shape_numel(c.shape(2))}), {shape_numel(c.shape(2))});
+            if (shape_numel(c.shape(1)) != q) c.fail_unsupported("LayerNormalization with a broadcast scale");
+            c.set(0, c.reshape(y, s));
+        };
+        r.add(d);
+    }
+}
+
+void register_matmul(Registry& r) {
+    {
+        OpDef d;
+        d.op_type = "MatMul";
+        auto shapes = [](OpCtx& c, Shape& sa, Shape& sb, Shape& o) {
+            sa = c.shape(0);
+            sb = c.shape(1);
+            if (sa.empty() || sb.empty()) c.fail("MatMul inputs must not be scalars");
+            bool va = sa.size() == 1, vb = sb.size() == 1;
+            if (va) sa.insert(sa.begin(), 1);
+            if (vb) sb.push_back(1);
+            if (sa.back() != sb[sb.size() - 2]) c.fail("inner dims differ: " + shape_str(c.shape(0)) + " x " + shape_str(c.shape(1)));
+            Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
+            if (!broadcast_shapes(ba, bb, o)) c.fail("batch dims cannot be broadcast");
+            if (!va) o.push_back(sa[sa.size() - 2]);
+            if (!vb) o.push_back(sb.back());
+        };
+        d.infer = [shapes](OpCtx& c) { Shape a, b, o; shapes(c, a, b, o); c.set_out(0, c.dtype(0), o); };
+        d.eval = [shapes](OpCtx& c) {
+            Shape sa, sb, o;
+            shapes(c, sa, sb, o);
+            Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2), bo;
+            broadcast_shapes(ba, bb, bo);
+            int64_t M = sa[sa.size() - 2], K = sa.back(), N = sb.back(), nb = shape_numel(bo);
+            Tensor t = Tensor::zeros(c.dtype(0), o);
+            const Tensor &A = c.cval(0), &B = c.cval(1);
+            Shape xa = align_rank(ba, bo.size()), xb = align_rank(bb, bo.size());
+            auto sta = strides_of(xa), stb = strides_of(xb);
+            std::vector<int64_t> idx(bo.size(), 0);
+            for (int64_t bi = 0; bi < nb; ++bi) {
+                int64_t oa = 0, ob = 0, rem = bi;
+                for (int k = int(bo.size()) - 1; k >= 0; --k) {
+                    int64_t v = rem % bo[k];
+                    rem /= bo[k];
+                    if (xa[k] != 1) oa += v * sta[k];
+                    if (xb[k] != 1) ob += v * stb[k];
+                }
+                for (int64_t m = 0; m < M; ++m)
+                    for (int64_t n = 0; n < N; ++n) {
+                        double acc = 0;
+                        for (int64_t k = 0; k < K; ++k) acc += A.getf((oa * M + m) * K + k) * B.getf((ob * K + k) * N + n);
+                        t.setf((bi * M + m) * N + n, acc);
+                    }
+            }
+            c.set_const(0, t);
+        };
+        d.fold_limit = 1 << 16;
+        d.lower = [shapes](Lc& c) {
+            Shape sa, sb, o;
+            shapes(c, sa, sb, o);
+            c.set(0, c.reshape(matmul(c, 0, 1, sa, sb, false, false), o));
+        };
+        r.add(d);
+    }
+    {
+        OpDef d;
+        d.op_type = "Gemm";
+        d.infer = [](OpCtx& c) {
+            const Shape &a = c.shape(0), &b = c.shape(1);
+            if (a.size() != 2 || b.size() != 2) c.fail("Gemm inputs must be 2-D");
+            bool ta = c.ai("transA", 0) != 0, tb = c.ai("transB", 0) != 0;
+            int64_t M = ta ? a[1] : a[0], K = ta ? a[0] : a[1], K2 = tb ? b[1] : b[0], N = tb ? b[0] : b[1];
+            if (K != K2) c.fail("inner dims differ: " + shape_str(a) + " x " + shape_str(b));
+            c.set_out(0, c.dtype(0), {M, N});
+        };
+        d.lower = [](Lc& c) {
+            bool ta = c.ai("transA", 0) != 0, tb = c.ai("transB", 0) != 0;
+            float alpha = c.af("alpha", 1.0f), beta = c.af("beta", 1.0f);
+            ggml_tensor* y = matmul(c, 0, 1, c.shape(0), c.shape(1), ta, tb);
+            if (alpha != 1.0f) y = G(c.b, ggml_scale, y, alpha);
+            if (c.has(2) && beta != 0.0f) {
+                ggml_tensor* cc = c.x(2);
+                if (beta != 1.0f) cc = G(c.b, ggml_scale, c.cont(cc), beta);
+                y = c.binary(LowerCtx::Bin::Add, y, c.out(0).shape, cc, operand_shape(c, 2));
+            }
+            c.set(0, y);
+        };
+        r.add(d);
+    }
+}
+
+void register_softmax_misc(Registry& r) {
+    for (bool logsm : {false, true}) {
+        OpDef d;
+        d.op_type = logsm ? "LogSoftmax" : "Softmax";
+        d.infer = infer_same;
+        d.lower = [logsm](Lc& c) {
+            const Shape& s = c.shape(0);
+            int rk = int(s.size());
+            int a = c.axis(c.ai("axis", c.opset() < 13 ? 1 : -1), rk);
+            ggml_tensor* x;
+            std::vector<int64_t> perm;
+            Shape work;
+            if (c.opset() < 13) {  // coerced to 2-D at axis
+                int64_t p = 1, q = 1;
+                for (int i = 0; i < rk; ++i) (i < a ? p : q) *= s[i];
+                work = {p, q};
+                x = c.reshape(c.x(0), work);
+            } else if (a == rk - 1) {
+                work = s;
+                x = c.x(0);
+            } else {
+                for (int i = 0; i < rk; ++i) if (i != a) perm.push_back(i);
+                perm.push_back(a);
+                if (rk > 4) c.fail_unsupported("Softmax over a non-last axis of a rank > 4 tensor");
+                x = c.permute(c.x(0), perm);
+                for (auto v : perm) work.push_back(s[v]);
+            }
+            x = c.cont(x);
+            ggml_tensor* y;
+            if (!logsm) {
+                y = G(c.b, ggml_soft_max, x);
+            } else {  // x - max - log(sum(exp(x - max)))
+                int64_t n = x->ne[0];
+                ggml_tensor* mx = G(c.b, ggml_pool_1d, x, GGML_OP_POOL_MAX, int(n), int(n), 0);
+                ggml_tensor* sh = G(c.b, ggml_sub, x, mx);
+                ggml_tensor* lse = G(c.b, ggml_log, G(c.b, ggml_sum_rows, G(c.b, ggml_exp, sh)));
+                y = G(c.b, ggml_sub, sh, lse);
+            }
+            if (!perm.empty()) {
+                std::vector<int64_t> inv(rk);
+                for (int i = 0; i < rk; ++i) inv[perm[i]] = i;
+                y = c.permute(y, inv);
+            }
+            c.set(0, c.reshape(y, s));
+        };
+        r.add(d);
+    }
+    {
+        OpDef d;
+        d.op_type = "PRelu";
+        d.infer = infer_same;
+        d.lower = [](Lc& c) {
+            ggml_tensor* x = c.xc(0);
+            if (c.is_const(1) && c.cval(1).numel() == 1) {
+                c.set(0, G(c.b, ggml_leaky_relu, x, float(c.cval(1).getf(0)), false));
+                return;
+            }
+            // relu(x) - slope * relu(-x)
+            ggml_tensor* neg = G(c.b, ggml_relu, G(c.b, ggml_neg, x));
+            ggml_tensor* t = c.binary(LowerCtx::Bin::Mul, neg, c.shape(0), c.x(1), c.shape(1));
+            c.set(0, G(c.b, ggml_sub, G(c.b, ggml_relu, x), t));
+        };
+        r.add(d);
+    }
+}
+
+// ---- Resize / Upsample ---------------------------------------------------------------------
+
+struct ResizePlan {
+    Shape out;
+    std::vector<double> scale;   // per axis
+    std::string mode, coord, nearest;
+    double cubic_a = -0.75;
+    bool exclude_outside = false;
+};
+
+ResizePlan resize_plan(OpCtx& c) {
+    ResizePlan p;
+    const Shape& s = c.shape(0);
+    int rk = int(s.size());
+    bool upsample = c.node().op_type == "Upsample";
+    p.mode = c.as("mode", "nearest");
+    std::vector<double> scales;
+    std::vector<int64_t> sizes;
+    if (upsample) {
+        if (c.opset() >= 9) for (auto v : c.cval(1).to_f32()) scales.push_back(v);
+        else for (auto v : c.afs("scales")) scales.push_back(v);
+        p.coord = "asymmetric";
+        p.nearest = "floor";
+        if (p.mode == "bilinear") p.mode = "linear";
+    } else {
+        p.coord = c.as("coordinate_transformation_mode", "half_pixel");
+        p.nearest = c.as("nearest_mode", "round_prefer_floor");
+        p.cubic_a = c.af("cubic_coeff_a", -0.75f);
+        p.exclude_outside = c.ai("exclude_outside", 0) != 0;
+        if (c.opset() < 11) {
+            for (auto v : c.cval(1).to_f32()) scales.push_back(v);
+            p.coord = "asymmetric";
+            p.nearest = "floor";
+        } else {
+            if (c.has(2) && c.cval(2).numel() > 0) for (auto v : c.cval(2).to_f32()) scales.push_back(v);
+            if (c.has(3) && c.cval(3).numel() > 0) sizes = c.cints(3);
+        }
+        if (c.opset() >= 18 && (c.has(4) || c.ai("antialias", 0) != 0 || c.as("keep_aspect_ratio_policy", "stretch") != "stretch"))
+            c.fail_unsupported("Resize axes/antialias/keep_aspect_ratio_policy are not supported yet");
+    }
+    if (p.coord == "tf_crop_and_resize") c.fail_unsupported("Resize coordinate_transformation_mode tf_crop_and_resize");
+    p.out.resize(rk);
+    p.scale.resize(rk);
+    if (!sizes.empty()) {
+        if (int(sizes.size()) != rk) c.fail("sizes has the wrong length");
+        for (int i = 0; i < rk; ++i) { p.out[i] = sizes[i]; p.scale[i] = double(sizes[i]) / double(s[i]); }
+    } else {
+        if (int(scales.size()) != rk) c.fail("scales has " + std::to_string(scales.size()) + " entries for rank " + std::to_string(rk));
+        for (int i = 0; i < rk; ++i) {
+            if (scales[i] <= 0) c.fail("scales must be positive");
+            p.scale[i] = scales[i];
+            p.out[i] = int64_t(std::floor(double(s[i]) * scales[i] + 1e-9));
+        }
+    }
+    if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic") c.fail("unknown Resize mode '" + p.mode + "'");
+    return p;
+}
+
+double source_coord(const ResizePlan& p, int64_t x, int64_t in, int64_t out, double scale) {
+    const std::string& m = p.coord;
+    if (m == "asymmetric") return x / scale;
+    if (m == "align_corners") return out == 1 ? 0.0 : double(x) * double(in - 1) / double(out - 1);
+    if (m == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+    if (m == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
+    if (m == "half_pixel_symmetric") {
+        double adj = double(out) / (scale * double(in));
+        double center = double(in) / 2.0;
+        double offset = center * (1 - adj);
+        return offset + (x + 0.5) / scale - 0.5;
+    }
+    return (x + 0.5) / scale - 0.5;  // half_pixel
+}
+
+int64_t nearest_index(const ResizePlan& p, double xo, int64_t in) {
+    double r;
+    if (p.nearest == "floor") r = std::floor(xo);
+    else if (p.nearest == "ceil") r = std::ceil(xo);
+    else if (p.nearest == "round_prefer_ceil") r = std::floor(xo + 0.5);
+    else r = (xo - std::floor(xo) == 0.5) ? std::floor(xo) : std::round(xo);  // round_prefer_floor
+    return std::clamp<int64_t>(int64_t(r), 0, in - 1);
+}
+
+// Interpolation matrix [out, in] for one axis (linear or cubic).
+Tensor interp_matrix(const ResizePlan& p, int64_t in, int64_t out, double scale) {
+    Tensor m = Tensor::zeros(DType::F32, {out, in});
+    float* w = m.ptr<float>();
+    for (int64_t x = 0; x < out; ++x) {
+        double xo = source_coord(p, x, in, out, scale);
+        if (p.mode == "linear") {
+            xo = std::clamp(xo, 0.0, double(in - 1));
+            int64_t x0 = int64_t(std::floor(xo)), x1 = std::min(x0 + 1, in - 1);
+            double f = xo - double(x0);
+            w[x * in + x0] += float(1 - f);
+            w[x * in + x1] += float(f);
+        } else {  // cubic
+            int64_t x0 = int64_t(std::floor(xo));
+            double f = xo - double(x0), a = p.cubic_a;
+            double ws[4], sum = 0;
+            for (int k = -1; k <= 2; ++k) {
+                double t = std::fabs(double(k) - f);
+                double v = t <= 1 ? ((a + 2) * t - (a + 3)) * t * t + 1 : (t < 2 ? ((a * t - 5 * a) * t + 8 * a) * t - 4 * a : 0);
+                int64_t idx = x0 + k;
+                if (p.exclude_outside && (idx < 0 || idx >= in)) v = 0;
+                ws[k + 1] = v;
+                sum += v;
+            }
+            for (int k = -1; k <= 2; ++k) {
+                int64_t idx = std::clamp<int64_t>(x0 + k, 0, in - 1);
+                w[x * in + idx] += float(p.exclude_outside ? ws[k + 1] / sum : ws[k + 1]);
+            }
+        }
+    }
+    return m;
+}
+
+void lower_resize(Lc& c) {
+    ResizePlan p = resize_plan(c);
+    const Shape& s = c.shape(0);
+    int rk = int(s.size());
+    if (rk > 4) c.fail_unsupported("Resize of a rank > 4 tensor");
+    ggml_tensor* x = c.x(0);
+    if (p.mode == "nearest") {
+        std::vector<std::vector<int64_t>> idx(rk);
+        bool fast = true;  // matches ggml's nearest (floor(i * in / out)) on every axis
+        for (int a = 0; a < rk; ++a) {
+            for (int64_t i = 0; i < p.out[a]; ++i) idx[a].push_back(nearest_index(p, source_coord(p, i, s[a], p.out[a], p.scale[a]), s[a]));
+            bool ident = p.out[a] == s[a];
+            for (int64_t i = 0; i < p.out[a]; ++i) ident &= idx[a][i] == i;
+            if (ident) { idx[a].clear(); continue; }
+            bool floor_rule = p.out[a] % s[a] == 0 && ggml_dim(a, rk) < 2;
+            for (int64_t i = 0; i < p.out[a] && floor_rule; ++i) floor_rule &= idx[a][i] == i * s[a] / p.out[a];
+            fast &= floor_rule;
+        }
+        if (fast) {
+            auto ne = to_ne(p.out);
+            c.set(0, G(c.b, ggml_interpolate, c.cont(x), ne[0], ne[1], ne[2], ne[3], uint32_t(GGML_SCALE_MODE_NEAREST)));
+            return;
+        }
+        Shape cur = s;
+        for (int a = 0; a < rk; ++a) {
+            if (idx[a].empty()) continue;
+            x = gather_axis(c, x, cur, a, idx[a]);
+            cur[a] = p.out[a];
+        }
+        c.set(0, x);
+        return;
+    }
+    // linear / cubic: separable, one matrix product per resized axis
+    Shape cur = s;
+    for (int a = rk - 1; a >= 0; --a) {
+        if (p.out[a] == s[a] && (p.coord == "half_pixel" || p.coord == "asymmetric" || p.coord == "align_corners" ||
+                                 p.coord == "pytorch_half_pixel") && p.scale[a] == 1.0)
+            continue;
+        ggml_tensor* m = c.constant(interp_matrix(p, s[a], p.out[a], p.scale[a]));  // ne [in, out]
+        // move axis a last, contract, move back
+        std::vector<int64_t> perm;
+        for (int i = 0; i < rk; ++i) if (i != a) perm.push_back(i);
+        perm.push_back(a);
+        Shape ps;
+        for (auto v : perm) ps.push_back(cur[v]);
+        ggml_tensor* t = c.cont(c.permute(c.reshape(x, cur), perm));
+        int64_t rows = shape_numel(ps) / cur[a];
+        ggml_tensor* y = G(c.b, ggml_mul_mat, m, G(c.b, ggml_reshape_2d, t, cur[a], rows));  // [out, rows]
+        ps.back() = p.out[a];
+        y = c.reshape(y, ps);
+        std::vector<int64_t> inv(rk);
+        for (int i = 0; i < rk; ++i) inv[perm[i]] = i;
+        x = c.permute(y, inv);
+        cur[a] = p.out[a];
+    }
+    c.set(0, c.cont(x));
+}
+
+void register_resize(Registry& r) {
+    for (const char* op : {"Resize", "Upsample"}) {
+        OpDef d;
+        d.op_type = op;
+        d.host_inputs = {1, 2, 3};
+        d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(0), resize_plan(c).out); };
+        d.lower = lower_resize;
+        r.add(d);
+    }
+}
+
+}  // namespace
+
+void register_nn(Registry& r) {
+    register_conv_pool(r);
+    register_norm(r);
+    register_matmul(r);
+    register_softmax_misc(r);
+    register_resize(r);
+}
+
+}  // namespace onnx2ggml

@@ -1,0 +1,102 @@
+#include "ops/op.h"
+
+#include <algorithm>
+
+namespace onnx2ggml {
+
+Value& OpCtx::in(int i) {
+    if (!has(i)) fail("input " + std::to_string(i) + " is missing");
+    return g_.values[node().inputs[i]];
+}
+
+Value& OpCtx::out(int i) {
+    if (!has_out(i)) internal_error(where() + ": output " + std::to_string(i) + " is missing");
+    return g_.values[node().outputs[i]];
+}
+
+const Tensor& OpCtx::cval(int i) {
+    if (!is_const(i)) fail_unsupported("input " + std::to_string(i) + " ('" + (has(i) ? in(i).name : std::string("")) +
+                                       "') must be a compile-time constant");
+    return *in(i).constant;
+}
+
+const Attr* OpCtx::attr(const std::string& n, Attr::Kind k) const {
+    auto it = node().attrs.find(n);
+    if (it == node().attrs.end()) return nullptr;
+    if (it->second.kind != k)
+        fail("attribute '" + n + "' has type " + attr_kind_name(it->second.kind) + ", expected " + attr_kind_name(k));
+    return &it->second;
+}
+
+int64_t OpCtx::ai(const std::string& n, int64_t def) const { auto a = attr(n, Attr::Int); return a ? a->i : def; }
+float OpCtx::af(const std::string& n, float def) const { auto a = attr(n, Attr::Float); return a ? a->f : def; }
+std::string OpCtx::as(const std::string& n, const std::string& def) const { auto a = attr(n, Attr::String); return a ? a->s : def; }
+std::vector<int64_t> OpCtx::ais(const std::string& n, const std::vector<int64_t>& def) const {
+    auto a = attr(n, Attr::Ints);
+    return a ? a->ints : def;
+}
+std::vector<float> OpCtx::afs(const std::string& n, const std::vector<float>& def) const {
+    auto a = attr(n, Attr::Floats);
+    return a ? a->floats : def;
+}
+const Tensor* OpCtx::at(const std::string& n) const { auto a = attr(n, Attr::TensorK); return a ? &a->t : nullptr; }
+
+void OpCtx::set_out(int i, DType t, const Shape& s) {
+    if (!has_out(i)) return;
+    for (int64_t d : s)
+        if (d < 0) fail("computed a negative output dimension: " + shape_str(s));
+    shape_numel(s);  // overflow check
+    Value& v = out(i);
+    v.dtype = t;
+    v.shape = s;
+    v.has_shape = true;
+}
+
+void OpCtx::set_const(int i, Tensor t) {
+    if (!has_out(i)) return;
+    set_out(i, t.dtype, t.shape);
+    out(i).constant = std::move(t);
+}
+
+int OpCtx::axis(int64_t a, int r) {
+    if (a < -r || a >= std::max(r, 1)) fail("axis " + std::to_string(a) + " is out of range for rank " + std::to_string(r));
+    return int(a < 0 ? a + r : a);
+}
+
+std::string OpCtx::where() const {
+    return g_.path + ": " + node().describe() + ", opset " + std::to_string(opset());
+}
+
+void OpCtx::fail(const std::string& msg) const { throw Error(kExitBadInput, where() + ": " + msg, msg); }
+void OpCtx::fail_unsupported(const std::string& msg) const { throw Error(kExitUnsupported, where() + ": " + msg, msg); }
+
+void Registry::add(OpDef d) { defs_.push_back(std::move(d)); }
+
+const OpDef* Registry::find(const std::string& domain, const std::string& op) const {
+    if (!(domain.empty() || domain == "ai.onnx" || domain == "onnx2ggml")) return nullptr;
+    for (const auto& d : defs_)
+        if (d.op_type == op) return &d;
+    return nullptr;
+}
+
+std::vector<std::string> Registry::op_types() const {
+    std::vector<std::string> r;
+    for (const auto& d : defs_)
+        if (d.op_type.rfind("o2g.", 0) != 0) r.push_back(d.op_type);
+    std::sort(r.begin(), r.end());
+    return r;
+}
+
+const Registry& Registry::get() {
+    static Registry r = [] {
+        Registry x;
+        register_elementwise(x);
+        register_shape_ops(x);
+        register_nn(x);
+        register_reduce(x);
+        return x;
+    }();
+    return r;
+}
+
+}  // namespace onnx2ggml

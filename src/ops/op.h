@@ -1,0 +1,89 @@
+// The operator registry. Each ONNX operator is one OpDef: which inputs must be host
+// constants, its shape/dtype rule, its host evaluator (constant folding) and its
+// lowering to ggml. Ops live in src/ops/<family>.cpp, one registration function each.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "util/error.h"
+
+namespace onnx2ggml {
+
+class LowerCtx;
+
+// View of one node while its shapes are inferred, it is folded, or it is lowered.
+class OpCtx {
+public:
+    OpCtx(Graph& g, int node) : g_(g), node_(node) {}
+    Graph& graph() { return g_; }
+    Node& node() { return g_.nodes[node_]; }
+    const Node& node() const { return g_.nodes[node_]; }
+    int node_index() const { return node_; }
+    int64_t opset() const { return g_.opset(node().domain); }
+
+    int nin() const { return int(node().inputs.size()); }
+    int nout() const { return int(node().outputs.size()); }
+    bool has(int i) const { return i < nin() && node().inputs[i] >= 0; }
+    bool has_out(int i) const { return i < nout() && node().outputs[i] >= 0; }
+    Value& in(int i);
+    Value& out(int i);
+    const Shape& shape(int i) { return in(i).shape; }
+    int rank(int i) { return int(in(i).shape.size()); }
+    DType dtype(int i) { return in(i).dtype; }
+    bool is_const(int i) { return has(i) && in(i).constant.has_value(); }
+    const Tensor& cval(int i);   // the host value of input i (error if not constant)
+    std::vector<int64_t> cints(int i) { return cval(i).to_i64(); }
+
+    bool has_attr(const std::string& n) const { return node().attrs.count(n) > 0; }
+    int64_t ai(const std::string& n, int64_t def) const;
+    float af(const std::string& n, float def) const;
+    std::string as(const std::string& n, const std::string& def) const;
+    std::vector<int64_t> ais(const std::string& n, const std::vector<int64_t>& def = {}) const;
+    std::vector<float> afs(const std::string& n, const std::vector<float>& def = {}) const;
+    const Tensor* at(const std::string& n) const;
+
+    void set_out(int i, DType t, const Shape& s);   // shape rule result
+    void set_const(int i, Tensor t);                // host evaluation result
+    int axis(int64_t a, int rank);                  // normalizes a negative axis, checks range
+
+    bool op_is_input_axes() const;  // axes moved from attribute to input in opset 13
+    std::string where() const;  // "model.onnx: node 'x' (Op, opset N)"
+    [[noreturn]] void fail(const std::string& msg) const;          // bad model (exit 2)
+    [[noreturn]] void fail_unsupported(const std::string& msg) const;  // exit 3
+
+private:
+    const Attr* attr(const std::string& n, Attr::Kind k) const;
+    Graph& g_;
+    int node_;
+};
+
+struct OpDef {
+    std::string op_type;
+    std::vector<int> host_inputs;             // must be host constants to lower
+    std::function<void(OpCtx&)> infer;        // sets dtype and shape of every output
+    std::function<void(OpCtx&)> eval;         // host evaluation (folding); may be empty
+    std::function<void(LowerCtx&)> lower;     // ggml lowering; empty = host-only op
+    int64_t fold_limit = int64_t(1) << 24;    // fold only outputs up to this many elements
+    bool shape_only = false;                  // eval reads only input shapes (Shape, Size)
+};
+
+class Registry {
+public:
+    static const Registry& get();
+    const OpDef* find(const std::string& domain, const std::string& op) const;
+    std::vector<std::string> op_types() const;  // sorted, for docs
+    void add(OpDef d);
+
+private:
+    std::vector<OpDef> defs_;
+};
+
+// One registration function per family (src/ops/<family>.cpp).
+void register_elementwise(Registry& r);
+void register_shape_ops(Registry& r);
+void register_nn(Registry& r);
+void register_reduce(Registry& r);
+
+}  // namespace onnx2ggml

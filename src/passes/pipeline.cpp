@@ -1,0 +1,168 @@
+#include "passes/pipeline.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "ops/op.h"
+
+namespace onnx2ggml {
+
+static std::string dims_str(const Shape& s) {
+    std::string r;
+    for (size_t i = 0; i < s.size(); ++i) r += (i ? "x" : "") + std::to_string(s[i]);
+    return r.empty() ? "scalar" : r;
+}
+
+static void bind_inputs(Graph& g, const CompileOptions& opts) {
+    for (auto& kv : opts.input_shapes) {
+        int id = g.find(kv.first);
+        if (id < 0 || std::find(g.inputs.begin(), g.inputs.end(), id) == g.inputs.end())
+            bad_input(g.path + ": --input-shape names '" + kv.first + "', which is not a graph input");
+    }
+    for (int id : g.inputs) {
+        Value& v = g.values[id];
+        auto it = opts.input_shapes.find(v.name);
+        if (it != opts.input_shapes.end()) {
+            const Shape& s = it->second;
+            if (s.size() != v.shape.size())
+                bad_input(g.path + ": --input-shape " + v.name + "=" + dims_str(s) + " has rank " + std::to_string(s.size()) +
+                          ", the model declares rank " + std::to_string(v.shape.size()));
+            for (size_t i = 0; i < s.size(); ++i)
+                if (v.shape[i] >= 0 && v.shape[i] != s[i])
+                    bad_input(g.path + ": --input-shape " + v.name + "=" + dims_str(s) + " conflicts with the model's static dim " +
+                              std::to_string(i) + " = " + std::to_string(v.shape[i]));
+            v.shape = s;
+        }
+        for (size_t i = 0; i < v.shape.size(); ++i)
+            if (v.shape[i] < 0)
+                bad_input(g.path + ": input '" + v.name + "' has a dynamic dim " + std::to_string(i) + " ('" + v.dim_params[i] +
+                          "'): give its shape with --input-shape " + v.name + "=...");
+        shape_numel(v.shape);
+    }
+}
+
+void specialize(Graph& g, const CompileOptions& opts, std::vector<UnsupportedOp>* report) {
+    bind_inputs(g, opts);
+    const Registry& reg = Registry::get();
+    std::vector<UnsupportedOp> bad;
+    for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+        Node& n = g.nodes[ni];
+        OpCtx c(g, int(ni));
+        const OpDef* def = reg.find(n.domain, n.op_type);
+        if (!def) {
+            std::string why = n.domain.rfind("local-function:", 0) == 0 ? "model-local functions are not supported yet"
+                            : (n.domain.empty() ? "operator not implemented" : "unknown domain '" + n.domain + "'");
+            bad.push_back({n.op_type, n.name, n.domain, why, c.opset()});
+            continue;
+        }
+        bool known = true, all_const = true;
+        for (int i = 0; i < c.nin(); ++i) {
+            if (!c.has(i)) continue;
+            known &= c.in(i).has_shape;
+            all_const &= c.is_const(i);
+        }
+        if (!known) continue;  // downstream of an unsupported op
+        try {
+            if (def->infer) def->infer(c);
+            bool small = true;
+            for (int i = 0; i < c.nout(); ++i)
+                if (c.has_out(i) && c.out(i).has_shape && shape_numel(c.out(i).shape) > def->fold_limit) small = false;
+            if (def->eval && (all_const || def->shape_only) && small) def->eval(c);
+            bool folded = true;
+            for (int i = 0; i < c.nout(); ++i)
+                if (c.has_out(i)) folded &= c.out(i).constant.has_value();
+            n.folded = folded;
+        } catch (const Error& e) {
+            if (e.code != kExitUnsupported) throw;
+            bad.push_back({n.op_type, n.name, n.domain, e.detail.empty() ? e.what() : e.detail, c.opset()});
+            for (int i = 0; i < c.nout(); ++i)
+                if (c.has_out(i)) c.out(i).has_shape = false;
+        }
+    }
+    if (report) { *report = bad; return; }
+    throw_unsupported(g, bad);
+}
+
+void throw_unsupported(const Graph& g, const std::vector<UnsupportedOp>& bad) {
+    if (bad.empty()) return;
+    std::ostringstream ss;
+    ss << g.path << ": " << bad.size() << " unsupported node" << (bad.size() > 1 ? "s" : "") << ":";
+    for (auto& u : bad)
+        ss << "\n  node '" << u.node << "' (" << (u.domain.empty() ? "" : u.domain + ".") << u.op_type << ", opset " << u.opset << "): " << u.reason;
+    throw Error(kExitUnsupported, ss.str());
+}
+
+void validate(Graph& g, std::vector<UnsupportedOp>* report) {
+    const Registry& reg = Registry::get();
+    std::vector<bool> live = live_nodes(g);
+    std::vector<UnsupportedOp> bad;
+    for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+        if (!live[ni]) continue;
+        Node& n = g.nodes[ni];
+        OpCtx c(g, int(ni));
+        const OpDef* def = reg.find(n.domain, n.op_type);
+        std::string why;
+        if (!def) why = "operator not implemented";
+        else if (!def->lower) why = "this operator is only computed at compile time, and its inputs are not constant";
+        else
+            for (int hi : def->host_inputs)
+                if (c.has(hi) && !c.is_const(hi)) { why = "input " + std::to_string(hi) + " ('" + c.in(hi).name + "') must be a compile-time constant"; break; }
+        if (!why.empty()) bad.push_back({n.op_type, n.name, n.domain, why, c.opset()});
+    }
+    if (report) { report->insert(report->end(), bad.begin(), bad.end()); return; }
+    throw_unsupported(g, bad);
+}
+
+std::vector<bool> live_nodes(const Graph& g) {
+    std::vector<bool> need_value(g.values.size(), false), live(g.nodes.size(), false);
+    for (int o : g.outputs) need_value[o] = true;
+    for (int i = int(g.nodes.size()) - 1; i >= 0; --i) {
+        const Node& n = g.nodes[i];
+        bool any = false;
+        for (int o : n.outputs) any |= o >= 0 && need_value[o];
+        if (!any || n.folded) continue;
+        live[i] = true;
+        for (int in : n.inputs)
+            if (in >= 0) need_value[in] = true;
+    }
+    return live;
+}
+
+void lower_graph(Graph& g, Builder& b) {
+    LowerState st{b, std::vector<ggml_tensor*>(g.values.size(), nullptr), {}};
+    for (size_t k = 0; k < g.inputs.size(); ++k) {
+        Value& v = g.values[g.inputs[k]];
+        ggml_type t = ggml_type_for(v.dtype);
+        if (t == GGML_TYPE_COUNT) unsupported(g.path + ": input '" + v.name + "' has dtype " + dtype_name(v.dtype) + " (supported: float32, int64, int32)");
+        auto ne = to_ne(v.shape);
+        b.comment("input " + std::to_string(k) + ": " + v.name + " " + shape_str(v.shape));
+        st.vmap[g.inputs[k]] = b.input(int(k), t, ne.data(), v.name);
+    }
+    const Registry& reg = Registry::get();
+    std::vector<bool> live = live_nodes(g);
+    for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+        if (!live[ni]) continue;
+        Node& n = g.nodes[ni];
+        const OpDef* def = reg.find(n.domain, n.op_type);
+        LowerCtx c(g, int(ni), st);
+        b.comment(n.describe() + " -> " + (c.has_out(0) ? shape_str(c.out(0).shape) : std::string("")));
+        def->lower(c);
+        for (int i = 0; i < c.nout(); ++i)
+            if (c.has_out(i) && !st.vmap[n.outputs[i]] && !c.out(i).constant) internal_error(c.where() + ": output " + std::to_string(i) + " was not lowered");
+    }
+    for (size_t k = 0; k < g.outputs.size(); ++k) {
+        int id = g.outputs[k];
+        Value& v = g.values[id];
+        ggml_tensor* t = st.vmap[id];
+        if (!t) {
+            if (!v.constant) internal_error("graph output '" + v.name + "' was not computed");
+            LowerCtx dummy(g, 0, st);
+            t = dummy.constant(*v.constant, dtype_is_float(v.dtype) ? GGML_TYPE_F32 : GGML_TYPE_I32);
+        }
+        // outputs are read back whole: give them their own contiguous memory
+        if (t->op == GGML_OP_NONE || t->view_src || !ggml_is_contiguous(t)) t = G(b, ggml_cont, t);
+        b.mark_output(int(k), t);
+    }
+}
+
+}  // namespace onnx2ggml

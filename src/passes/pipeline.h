@@ -1,0 +1,40 @@
+// The compile pipeline up to the ggml graph:
+//   specialize (bind input shapes, infer shapes, fold host values, report unsupported ops)
+//   -> optimize (named passes) -> lower (through the Builder).
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "lower/lower.h"
+
+namespace onnx2ggml {
+
+struct CompileOptions {
+    std::map<std::string, Shape> input_shapes;  // --input-shape NAME=1x3x224x224
+    bool optimize = true;
+    std::vector<std::string> disabled_passes;
+};
+
+struct UnsupportedOp { std::string op_type, node, domain, reason; int64_t opset; };
+
+// Infers every shape and folds every value computable on the host. Throws Error(3) listing
+// every unsupported node at once (or fills `report` and returns instead when given).
+void specialize(Graph& g, const CompileOptions& opts, std::vector<UnsupportedOp>* report = nullptr);
+
+// After optimize: every live node must be lowerable (host-only ops folded, host inputs constant).
+void validate(Graph& g, std::vector<UnsupportedOp>* report = nullptr);
+void throw_unsupported(const Graph& g, const std::vector<UnsupportedOp>& bad);
+
+// Fusions and cleanups; returns the names of the passes that changed the graph.
+std::vector<std::string> optimize(Graph& g, const CompileOptions& opts);
+
+// Marks the nodes needed for the graph outputs; others are skipped by lower().
+std::vector<bool> live_nodes(const Graph& g);
+
+// Lowers the specialized graph: creates the graph inputs, lowers every live non-folded node,
+// marks the outputs. Returns the ggml tensors of the graph outputs.
+void lower_graph(Graph& g, Builder& b);
+
+}  // namespace onnx2ggml

@@ -1,0 +1,122 @@
+#include "runtime/session.h"
+
+#include <strings.h>
+
+#include <cstring>
+#include <thread>
+
+#include "ggml-alloc.h"
+#include "util/error.h"
+
+namespace onnx2ggml {
+
+std::vector<std::string> backend_names() {
+    std::vector<std::string> r;
+    for (size_t i = 0; i < ggml_backend_dev_count(); ++i) r.push_back(ggml_backend_dev_name(ggml_backend_dev_get(i)));
+    return r;
+}
+
+static void set_threads(ggml_backend_t be, int threads) {
+    ggml_backend_dev_t dev = ggml_backend_get_device(be);
+    ggml_backend_reg_t reg = dev ? ggml_backend_dev_backend_reg(dev) : nullptr;
+    if (!reg) return;
+    auto fn = reinterpret_cast<ggml_backend_set_n_threads_t>(ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_n_threads"));
+    if (fn) fn(be, threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency())));
+}
+
+ggml_backend_t init_backend(const std::string& name, int threads) {
+    ggml_backend_t be = nullptr;
+    if (name == "auto") {
+        be = ggml_backend_init_best();
+    } else {
+        for (size_t i = 0; i < ggml_backend_dev_count() && !be; ++i) {
+            ggml_backend_dev_t d = ggml_backend_dev_get(i);
+            std::string dn = ggml_backend_dev_name(d);
+            if (strncasecmp(dn.c_str(), name.c_str(), name.size()) == 0 && !name.empty()) be = ggml_backend_dev_init(d, nullptr);
+        }
+    }
+    if (!be) {
+        std::string avail;
+        for (auto& n : backend_names()) avail += (avail.empty() ? "" : ", ") + n;
+        bad_input("backend '" + name + "' is not available (this build has: " + avail + ", auto)");
+    }
+    set_threads(be, threads);
+    return be;
+}
+
+Session::Session(Graph& g, const SessionOptions& opts) : g_(g) {
+    bg_ = build_graph(g, false);
+    backend_ = init_backend(opts.backend, opts.threads);
+    bool is_cpu = ggml_backend_dev_type(ggml_backend_get_device(backend_)) == GGML_BACKEND_DEVICE_TYPE_CPU;
+    if (!is_cpu) cpu_ = init_backend("cpu", opts.threads);
+    // weights: one buffer on the backend, uploaded once; the host copies are dropped
+    if (ggml_get_first_tensor(bg_->wctx)) {
+        wbuf_ = ggml_backend_alloc_ctx_tensors(bg_->wctx, backend_);
+        if (!wbuf_) fail(kExitInternal, "cannot allocate the weight buffer on " + backend_name());
+        for (auto& w : bg_->b->weights) {
+            ggml_backend_tensor_set(w.t, w.host.data(), 0, ggml_nbytes(w.t));
+            w.host = Tensor();
+        }
+    }
+    ggml_backend_t backends[2] = {backend_, cpu_};
+    sched_ = ggml_backend_sched_new(backends, nullptr, cpu_ ? 2 : 1, bg_->graph_size, false, true);
+    if (!ggml_backend_sched_alloc_graph(sched_, bg_->gf)) fail(kExitInternal, "cannot allocate the compute graph");
+}
+
+Session::~Session() {
+    if (sched_) ggml_backend_sched_free(sched_);
+    if (wbuf_) ggml_backend_buffer_free(wbuf_);
+    bg_.reset();
+    if (cpu_) ggml_backend_free(cpu_);
+    if (backend_) ggml_backend_free(backend_);
+}
+
+std::string Session::backend_name() const { return ggml_backend_name(backend_); }
+
+size_t Session::weight_bytes() const { return wbuf_ ? ggml_backend_buffer_get_size(wbuf_) : 0; }
+
+std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) {
+    if (inputs.size() != g_.inputs.size())
+        bad_input(g_.path + ": expected " + std::to_string(g_.inputs.size()) + " inputs, got " + std::to_string(inputs.size()));
+    for (size_t k = 0; k < inputs.size(); ++k) {
+        const Value& v = g_.values[g_.inputs[k]];
+        const Tensor& t = inputs[k];
+        if (t.shape != v.shape)
+            bad_input(g_.path + ": input '" + v.name + "' has shape " + shape_str(t.shape) + ", the model expects " + shape_str(v.shape));
+        ggml_tensor* gt = bg_->b->inputs[k];
+        if (!gt) continue;
+        if (gt->type == GGML_TYPE_F32) {
+            if (t.dtype != DType::F32)
+                bad_input(g_.path + ": input '" + v.name + "' has dtype " + dtype_name(t.dtype) + ", the model expects " + dtype_name(v.dtype));
+            ggml_backend_tensor_set(gt, t.data(), 0, ggml_nbytes(gt));
+        } else {
+            if (dtype_is_float(t.dtype) || t.dtype == DType::Bool)
+                bad_input(g_.path + ": input '" + v.name + "' has dtype " + dtype_name(t.dtype) + ", the model expects " + dtype_name(v.dtype));
+            Tensor i32 = Tensor::zeros(DType::I32, t.shape);
+            for (int64_t i = 0; i < t.numel(); ++i) {
+                int64_t x = t.geti(i);
+                if (x < INT32_MIN || x > INT32_MAX) bad_input(g_.path + ": input '" + v.name + "' holds " + std::to_string(x) + ", outside the int32 range ggml indexes with");
+                i32.seti(i, x);
+            }
+            ggml_backend_tensor_set(gt, i32.data(), 0, ggml_nbytes(gt));
+        }
+    }
+    if (ggml_backend_sched_graph_compute(sched_, bg_->gf) != GGML_STATUS_SUCCESS) fail(kExitInternal, "graph compute failed");
+    std::vector<Tensor> outs;
+    for (size_t k = 0; k < g_.outputs.size(); ++k) {
+        const Value& v = g_.values[g_.outputs[k]];
+        ggml_tensor* gt = bg_->b->outputs[k];
+        if (gt->type == GGML_TYPE_F32) {
+            Tensor t = Tensor::zeros(DType::F32, v.shape);
+            ggml_backend_tensor_get(gt, t.data(), 0, ggml_nbytes(gt));
+            outs.push_back(v.dtype == DType::F32 ? t : t.cast(v.dtype));
+        } else {
+            Tensor t = Tensor::zeros(DType::I32, v.shape);
+            ggml_backend_tensor_get(gt, t.data(), 0, ggml_nbytes(gt));
+            outs.push_back(t.cast(v.dtype));
+        }
+    }
+    return outs;
+}
+
+}  // namespace onnx2ggml

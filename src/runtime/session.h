@@ -1,0 +1,43 @@
+// In-process execution: weights uploaded once, the graph built and allocated once with
+// ggml_backend_sched (the chosen backend first, the CPU as fallback), then run per call.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ggml-backend.h"
+#include "ir/graph.h"
+#include "runtime/build.h"
+
+namespace onnx2ggml {
+
+struct SessionOptions {
+    std::string backend = "cpu";  // a ggml device name (case-insensitive prefix) or "auto"
+    int threads = 0;              // 0 = all cores
+};
+
+// Backend by name through ggml's registry; throws with the list of available devices.
+ggml_backend_t init_backend(const std::string& name, int threads);
+std::vector<std::string> backend_names();
+
+class Session {
+public:
+    Session(Graph& g, const SessionOptions& opts);
+    ~Session();
+    // Inputs in graph-input order; checked against the model's shapes and dtypes.
+    std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+    const Graph& graph() const { return g_; }
+    std::string backend_name() const;
+    std::map<std::string, int> op_histogram() const { return ggml_op_histogram(bg_->gf); }
+    size_t weight_bytes() const;
+
+private:
+    Graph& g_;
+    std::unique_ptr<BuiltGraph> bg_;
+    ggml_backend_t backend_ = nullptr, cpu_ = nullptr;
+    ggml_backend_buffer_t wbuf_ = nullptr;
+    ggml_backend_sched_t sched_ = nullptr;
+};
+
+}  // namespace onnx2ggml

@@ -1,0 +1,29 @@
+// Errors carry the CLI exit code they map to and a message with its context
+// (file, node, op type, opset). They are thrown by the loader, the shape rules and the
+// lowering, and caught once, at the API/CLI boundary.
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace onnx2ggml {
+
+enum ExitCode : int {
+    kExitOk = 0,
+    kExitMismatch = 1,     // numbers differ from the reference
+    kExitBadInput = 2,     // bad usage, malformed model, bad input file
+    kExitUnsupported = 3,  // valid model that onnx2ggml cannot compile
+    kExitInternal = 4,     // a bug of ours
+};
+
+struct Error : std::runtime_error {
+    int code;
+    std::string detail;  // the message without its file/node context (for grouped reports)
+    Error(int c, const std::string& msg, const std::string& d = "") : std::runtime_error(msg), code(c), detail(d) {}
+};
+
+[[noreturn]] inline void fail(int code, const std::string& msg) { throw Error(code, msg); }
+[[noreturn]] inline void bad_input(const std::string& msg) { throw Error(kExitBadInput, msg); }
+[[noreturn]] inline void unsupported(const std::string& msg) { throw Error(kExitUnsupported, msg); }
+[[noreturn]] inline void internal_error(const std::string& msg) { throw Error(kExitInternal, "internal error: " + msg); }
+
+}  // namespace onnx2ggml

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Model parity test: `onnx2ggml run` against PyTorch's output, and the built output of
+`onnx2ggml compile` against `run`, bit for bit.
+
+usage: check_model.py ONNX2GGML MODELDIR WORKDIR [--no-compile] [--threads N]
+Tolerance: max |run - torch| <= 1e-4 * max |torch| (fp32).
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+TOL = 1e-4
+
+
+def sh(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        print("$ " + " ".join(cmd), file=sys.stderr)
+        print(r.stdout[-4000:], r.stderr[-4000:], file=sys.stderr)
+        sys.exit(f"command failed with exit code {r.returncode}")
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("bin")
+    ap.add_argument("model_dir")
+    ap.add_argument("work")
+    ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument("--threads", default="2")
+    a = ap.parse_args()
+    model = os.path.join(a.model_dir, "model.onnx")
+    inp = os.path.join(a.model_dir, "input.npy")
+    ref = np.load(os.path.join(a.model_dir, "expected.npy"))
+    assert np.abs(ref).max() > 1e-3, "degenerate reference"
+    shutil.rmtree(a.work, ignore_errors=True)
+    run_dir = os.path.join(a.work, "run")
+    os.makedirs(run_dir)
+    sh([a.bin, "run", model, "--input", f"input={inp}", "--output-dir", run_dir, "--threads", a.threads])
+    got = np.load(os.path.join(run_dir, "output_0.npy"))
+    assert got.shape == ref.shape, f"shape {got.shape} != {ref.shape}"
+    err = float(np.abs(got.astype(np.float64) - ref).max() / np.abs(ref).max())
+    print(f"run vs PyTorch: max error / max |ref| = {err:.3g} (tolerance {TOL})")
+    assert err <= TOL, "run does not match PyTorch"
+    if a.no_compile:
+        return
+    gen = os.path.join(a.work, "gen")
+    sh([a.bin, "compile", model, "-o", gen])
+    cfg = ["cmake", "-S", gen, "-B", os.path.join(gen, "build"), "-DCMAKE_BUILD_TYPE=Release"]
+    env = dict(os.environ)
+    if shutil.which("ccache"):  # every generated project builds the same ggml: share the objects
+        cfg += ["-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
+        env.setdefault("CCACHE_DIR", os.path.join(os.path.dirname(os.path.abspath(a.work)), "ccache"))
+        env.setdefault("CCACHE_NOHASHDIR", "1")
+    sh(cfg, env=env)
+    sh(["cmake", "--build", os.path.join(gen, "build"), "-j", str(os.cpu_count() or 2)], env=env)
+    comp_dir = os.path.join(a.work, "compiled")
+    os.makedirs(comp_dir)
+    sh([os.path.join(gen, "build", "model"), "--input", f"input={inp}", "--output-dir", comp_dir, "--threads", a.threads])
+    comp = np.load(os.path.join(comp_dir, "output_0.npy"))
+    assert comp.shape == got.shape and comp.dtype == got.dtype
+    same = np.array_equal(comp.view(np.uint32), got.view(np.uint32))
+    print(f"compiled vs run: {'bit-identical' if same else 'DIFFERENT'}")
+    assert same, "compiled program and run disagree"
+
+
+if __name__ == "__main__":
+    main()

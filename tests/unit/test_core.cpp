@@ -1,0 +1,270 @@
+// Unit tests: layout helpers, broadcasting, host tensors, .npy and GGUF round trips,
+// shape rules and constant folding of PyTorch-style shape subgraphs.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "gguf.h"
+#include "lower/builder.h"
+#include "lower/layout.h"
+#include "onnx/loader.h"
+#include "onnx2ggml/onnx2ggml.h"
+
+using namespace onnx2ggml;
+
+TEST(Layout, OnnxDimsAreReversedGgmlNe) {
+    auto ne = to_ne({2, 3, 4, 5});
+    EXPECT_EQ(ne[0], 5);
+    EXPECT_EQ(ne[1], 4);
+    EXPECT_EQ(ne[2], 3);
+    EXPECT_EQ(ne[3], 2);
+    auto ne2 = to_ne({7});
+    EXPECT_EQ(ne2[0], 7);
+    EXPECT_EQ(ne2[1], 1);
+    EXPECT_EQ(ggml_dim(0, 4), 3);
+    EXPECT_EQ(ggml_dim(3, 4), 0);
+}
+
+TEST(Layout, Rank6MergesLeadingDims) {
+    EXPECT_EQ(canonical4({2, 3, 4, 5, 6, 7}), (Shape{24, 5, 6, 7}));
+    EXPECT_EQ(ggml_dim(0, 6), -1);
+    EXPECT_EQ(ggml_dim(2, 6), -1);
+    EXPECT_EQ(ggml_dim(3, 6), 2);
+}
+
+TEST(Layout, PermuteAxesMatchTorchPermute) {
+    // ONNX perm [0,2,3,1] (NCHW -> NHWC). Input ggml dims: W=0,H=1,C=2,N=3.
+    // Output ONNX [N,H,W,C] -> ggml ne [C,W,H,N]: W goes to 1, H to 2, C to 0, N to 3.
+    auto ax = ggml_permute_axes({0, 2, 3, 1});
+    EXPECT_EQ(ax[0], 1);
+    EXPECT_EQ(ax[1], 2);
+    EXPECT_EQ(ax[2], 0);
+    EXPECT_EQ(ax[3], 3);
+    // the inverse permutation composes to identity on a real ggml tensor
+    ggml_init_params p = {ggml_tensor_overhead() * 8, nullptr, true};
+    ggml_context* ctx = ggml_init(p);
+    ggml_tensor* t = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 5, 4, 3, 2);  // ONNX [2,3,4,5]
+    ggml_tensor* u = ggml_permute(ctx, t, ax[0], ax[1], ax[2], ax[3]);
+    EXPECT_EQ(u->ne[0], 3);  // ONNX out [2,4,5,3]
+    EXPECT_EQ(u->ne[1], 5);
+    EXPECT_EQ(u->ne[2], 4);
+    EXPECT_EQ(u->ne[3], 2);
+    ggml_free(ctx);
+}
+
+TEST(Broadcast, NumpyRules) {
+    Shape o;
+    EXPECT_TRUE(broadcast_shapes({3, 1}, {4}, o));
+    EXPECT_EQ(o, (Shape{3, 4}));
+    EXPECT_TRUE(broadcast_shapes({2, 1, 5}, {7, 1}, o));
+    EXPECT_EQ(o, (Shape{2, 7, 5}));
+    EXPECT_TRUE(broadcast_shapes({}, {2, 2}, o));
+    EXPECT_EQ(o, (Shape{2, 2}));
+    EXPECT_FALSE(broadcast_shapes({3}, {4}, o));
+}
+
+TEST(TensorHost, CastAndOverflowChecks) {
+    Tensor t = Tensor::from_f32({1.5f, -2.7f, 3.0f}, {3});
+    Tensor i = t.cast(DType::I64);
+    EXPECT_EQ(i.to_i64(), (std::vector<int64_t>{1, -2, 3}));  // truncation, as C and ONNX Cast
+    Tensor h = t.cast(DType::F16).cast(DType::F32);
+    EXPECT_FLOAT_EQ(h.to_f32()[0], 1.5f);
+    EXPECT_THROW(shape_numel({int64_t(1) << 40, int64_t(1) << 40}), Error);
+    EXPECT_THROW(shape_numel({-1, 3}), Error);
+}
+
+TEST(Npy, RoundTripAllDtypes) {
+    for (DType t : {DType::F32, DType::F16, DType::I64, DType::I32, DType::Bool, DType::U8}) {
+        Tensor a = random_tensor(t, {2, 3, 4}, 7);
+        std::string path = testing::TempDir() + "/rt.npy";
+        write_npy(path, a);
+        Tensor b = read_npy(path);
+        EXPECT_EQ(b.dtype, t);
+        EXPECT_EQ(b.shape, a.shape);
+        ASSERT_EQ(b.nbytes(), a.nbytes());
+        EXPECT_EQ(std::memcmp(a.data(), b.data(), a.nbytes()), 0);
+    }
+    Tensor s = Tensor::from_f32({4.0f}, {});  // 0-d
+    write_npy(testing::TempDir() + "/s.npy", s);
+    EXPECT_EQ(read_npy(testing::TempDir() + "/s.npy").shape, Shape{});
+}
+
+TEST(Npy, RejectsTruncatedAndBadMagic) {
+    std::string path = testing::TempDir() + "/bad.npy";
+    write_npy(path, random_tensor(DType::F32, {16}, 1));
+    FILE* f = fopen(path.c_str(), "r+b");
+    ASSERT_TRUE(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fclose(f);
+    ASSERT_EQ(truncate(path.c_str(), n - 5), 0);
+    EXPECT_THROW(read_npy(path), Error);
+    FILE* g = fopen(path.c_str(), "wb");
+    fputs("hello world, not npy", g);
+    fclose(g);
+    try { read_npy(path); FAIL(); } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find("bad magic"), std::string::npos); }
+}
+
+TEST(Gguf, RoundTrip) {
+    ggml_init_params p = {ggml_tensor_overhead() * 4, nullptr, true};
+    ggml_context* ctx = ggml_init(p);
+    Builder b(ctx, ctx, false);
+    Tensor w0 = random_tensor(DType::F32, {3, 5}, 3);
+    b.weight(w0, GGML_TYPE_F32, "conv.weight");
+    std::string path = testing::TempDir() + "/w.gguf";
+    write_gguf(path, b.weights, {{"onnx2ggml.source", "x.onnx"}});
+    ggml_context* rctx = nullptr;
+    gguf_init_params gp = {false, &rctx};
+    gguf_context* g = gguf_init_from_file(path.c_str(), gp);
+    ASSERT_TRUE(g);
+    EXPECT_EQ(gguf_get_n_tensors(g), 1);
+    ggml_tensor* t = ggml_get_tensor(rctx, "w0");
+    ASSERT_TRUE(t);
+    EXPECT_EQ(t->ne[0], 5);
+    EXPECT_EQ(t->ne[1], 3);
+    EXPECT_EQ(std::memcmp(t->data, w0.data(), w0.nbytes()), 0);
+    gguf_free(g);
+    ggml_free(rctx);
+    ggml_free(ctx);
+}
+
+TEST(CodegenText, LiteralsAndCommentsAreInert) {
+    std::string evil = "a\"b\\c*/ d\n#include <x>\x01\xff";
+    std::string lit = cpp_string_literal(evil);
+    EXPECT_EQ(lit.find('\n'), std::string::npos);
+    EXPECT_EQ(lit.find("\\\""), std::string::npos);  // quotes become octal escapes
+    EXPECT_EQ(lit.substr(1, lit.size() - 2).find('"'), std::string::npos);
+    std::string com = cpp_comment_text(evil);
+    EXPECT_EQ(com.find('\n'), std::string::npos);
+    EXPECT_EQ(com.find("*/"), std::string::npos);
+    EXPECT_EQ(com.find('\\'), std::string::npos);
+}
+
+// ---- shape rules and folding on a PyTorch-style shape subgraph ---------------------------
+
+static onnx::ModelProto reshape_model() {
+    // y = Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [-1]))  : [2,3,4] -> [2,12]
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(17);
+    auto* g = m.mutable_graph();
+    auto input = [&](const char* name, std::vector<int64_t> dims) {
+        auto* vi = g->add_input();
+        vi->set_name(name);
+        auto* tt = vi->mutable_type()->mutable_tensor_type();
+        tt->set_elem_type(1);
+        for (auto d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+    };
+    input("x", {2, 3, 4});
+    auto init = [&](const char* name, std::vector<int64_t> v) {
+        auto* t = g->add_initializer();
+        t->set_name(name);
+        t->set_data_type(7);
+        t->add_dims(int64_t(v.size()));
+        for (auto x : v) t->add_int64_data(x);
+    };
+    init("zero", {0});
+    init("minus1", {-1});
+    auto node = [&](const char* op, std::vector<const char*> in, const char* out) {
+        auto* n = g->add_node();
+        n->set_op_type(op);
+        n->set_name(std::string(op) + "_" + out);
+        for (auto i : in) n->add_input(i);
+        n->add_output(out);
+        return n;
+    };
+    node("Shape", {"x"}, "s");
+    auto* ga = node("Gather", {"s", "zero"}, "d0");
+    auto* ax = ga->add_attribute();
+    ax->set_name("axis");
+    ax->set_type(onnx::AttributeProto::INT);
+    ax->set_i(0);
+    node("Concat", {"d0", "minus1"}, "shape")->add_attribute()->CopyFrom(*ax);
+    node("Reshape", {"x", "shape"}, "y");
+    g->add_output()->set_name("y");
+    return m;
+}
+
+TEST(Specialize, FoldsShapeSubgraphs) {
+    std::string bytes;
+    reshape_model().SerializeToString(&bytes);
+    Graph g = load_onnx_from_bytes(bytes, "mem.onnx", ".");
+    specialize(g, {});
+    const Value& y = g.values[g.outputs[0]];
+    EXPECT_EQ(y.shape, (Shape{2, 12}));
+    int folded = 0;
+    for (auto& n : g.nodes) folded += n.folded;
+    EXPECT_EQ(folded, 3);  // Shape, Gather, Concat
+    auto live = live_nodes(g);
+    EXPECT_EQ(std::count(live.begin(), live.end(), true), 1);  // only the Reshape reaches ggml
+}
+
+TEST(Specialize, RunsOnCpuBackend) {
+    std::string bytes;
+    reshape_model().SerializeToString(&bytes);
+    Graph g = load_onnx_from_bytes(bytes, "mem.onnx", ".");
+    specialize(g, {});
+    Session s(g, SessionOptions{"cpu", 1});
+    Tensor x = random_tensor(DType::F32, {2, 3, 4}, 5);
+    auto out = s.run({x});
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].shape, (Shape{2, 12}));
+    EXPECT_EQ(std::memcmp(out[0].data(), x.data(), x.nbytes()), 0);
+}
+
+TEST(Loader, RejectsCyclesAndMissingProducers) {
+    onnx::ModelProto m = reshape_model();
+    m.mutable_graph()->mutable_node(0)->set_input(0, "nowhere");
+    std::string bytes;
+    m.SerializeToString(&bytes);
+    try {
+        load_onnx_from_bytes(bytes, "mem.onnx", ".");
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code, kExitBadInput);
+        EXPECT_NE(std::string(e.what()).find("'nowhere'"), std::string::npos);
+    }
+    onnx::ModelProto c = reshape_model();
+    c.mutable_graph()->mutable_node(0)->set_input(0, "y");  // Shape(y) -> ... -> y
+    c.SerializeToString(&bytes);
+    try {
+        load_onnx_from_bytes(bytes, "mem.onnx", ".");
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("cycle"), std::string::npos);
+    }
+}
+
+TEST(Loader, SortsNodesOutOfOrder) {
+    onnx::ModelProto m = reshape_model();
+    auto* nodes = m.mutable_graph()->mutable_node();
+    std::reverse(nodes->begin(), nodes->end());
+    std::string bytes;
+    m.SerializeToString(&bytes);
+    Graph g = load_onnx_from_bytes(bytes, "mem.onnx", ".");
+    EXPECT_EQ(g.nodes.front().op_type, "Shape");
+    EXPECT_EQ(g.nodes.back().op_type, "Reshape");
+}
+
+TEST(Loader, ExternalDataIsConfined) {
+    onnx::ModelProto m = reshape_model();
+    auto* t = m.mutable_graph()->mutable_initializer(0);
+    t->clear_int64_data();
+    t->set_data_location(onnx::TensorProto::EXTERNAL);
+    auto* kv = t->add_external_data();
+    kv->set_key("location");
+    for (const char* loc : {"../etc/passwd", "/etc/passwd", "sub/../../x"}) {
+        kv->set_value(loc);
+        std::string bytes;
+        m.SerializeToString(&bytes);
+        try {
+            load_onnx_from_bytes(bytes, "mem.onnx", testing::TempDir());
+            FAIL() << loc;
+        } catch (const Error& e) {
+            EXPECT_EQ(e.code, kExitBadInput);
+            EXPECT_NE(std::string(e.what()).find("zero"), std::string::npos) << e.what();
+        }
+    }
+}
