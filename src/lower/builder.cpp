@@ -55,7 +55,7 @@ ggml_tensor* Builder::input(int index, ggml_type type, const int64_t ne[4], cons
     ggml_set_input(t);
     std::string n = onnx_name.substr(0, GGML_MAX_NAME - 1);
     ggml_set_name(t, n.c_str());
-    if (int(inputs.size()) <= index) inputs.resize(index + 1, nullptr);
+    if (int(inputs.size()) <= index) inputs.resize(index + 1, nullptr), index_bound.resize(index + 1, 0);
     inputs[index] = t;
     if (record_) {
         std::string v = "in[" + std::to_string(index) + "]";

@@ -40,6 +40,8 @@ public:
     ggml_context* wctx;
     std::vector<Weight> weights;
     std::vector<ggml_tensor*> inputs, outputs;
+    std::vector<int64_t> index_bound;  // per input: > 0 when the input indexes a dim of that size
+                                       // (negatives are normalized and the range checked at upload)
     std::vector<std::string> lines;  // recorded C++ statements
     bool recording() const { return record_; }
     std::string var(const ggml_tensor* t) const;

@@ -220,6 +220,8 @@ Graph build(const Ctx& c, const onnx::ModelProto& m) {
         if (existing >= 0 && g.values[existing].is_initializer) continue;  // old-style: initializer listed as input
         if (existing >= 0) bad_input(c.file + ": graph input '" + in.name() + "' is declared twice");
         int id = g.value_id(in.name());
+        if (in.has_type() && !in.type().has_tensor_type())
+            unsupported(c.file + ": graph input '" + in.name() + "' is a sequence, map or optional: only tensors are supported");
         read_type(c, in, g.values[id]);
         if (!g.values[id].has_shape) bad_input(c.file + ": graph input '" + in.name() + "' has no tensor type/shape");
         if (!dtype_known(int(g.values[id].dtype)))

@@ -625,6 +625,14 @@ void register_shape_ops(Registry& r) {
             int64_t outer = 1;
             for (int i = 0; i < a; ++i) outer *= s[i];
             if (outer != 1) c.fail_unsupported("Gather with runtime indices is only supported along the outermost axis");
+            // ggml_get_rows needs indices in [0, dim): runtime indices must come straight from a graph
+            // input, whose values are range-checked (and negatives wrapped) when they are uploaded
+            auto& gin = c.graph().inputs;
+            auto pos = std::find(gin.begin(), gin.end(), c.node().inputs[1]);
+            if (pos == gin.end()) c.fail_unsupported("Gather with indices computed at runtime (they must be constants or a graph input)");
+            int64_t& bound = c.b.index_bound[pos - gin.begin()];
+            if (bound && bound != s[a]) c.fail_unsupported("graph input '" + c.in(1).name + "' indexes dims of different sizes");
+            bound = s[a];
             int64_t inner = 1;
             for (size_t i = a + 1; i < s.size(); ++i) inner *= s[i];
             ggml_tensor* table = c.reshape(c.x(0), {s[a], inner});

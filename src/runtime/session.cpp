@@ -84,7 +84,7 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) {
         if (t.shape != v.shape)
             bad_input(g_.path + ": input '" + v.name + "' has shape " + shape_str(t.shape) + ", the model expects " + shape_str(v.shape));
         ggml_tensor* gt = bg_->b->inputs[k];
-        if (!gt) continue;
+        if (!gt || !gt->buffer) continue;  // the graph only uses the input's shape
         if (gt->type == GGML_TYPE_F32) {
             if (t.dtype != DType::F32)
                 bad_input(g_.path + ": input '" + v.name + "' has dtype " + dtype_name(t.dtype) + ", the model expects " + dtype_name(v.dtype));
@@ -93,8 +93,14 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) {
             if (dtype_is_float(t.dtype) || t.dtype == DType::Bool)
                 bad_input(g_.path + ": input '" + v.name + "' has dtype " + dtype_name(t.dtype) + ", the model expects " + dtype_name(v.dtype));
             Tensor i32 = Tensor::zeros(DType::I32, t.shape);
+            int64_t bound = bg_->b->index_bound[k];
             for (int64_t i = 0; i < t.numel(); ++i) {
                 int64_t x = t.geti(i);
+                if (bound > 0) {
+                    if (x < -bound || x >= bound)
+                        bad_input(g_.path + ": input '" + v.name + "' holds index " + std::to_string(x) + ", out of range [" + std::to_string(-bound) + ", " + std::to_string(bound) + ")");
+                    if (x < 0) x += bound;
+                }
                 if (x < INT32_MIN || x > INT32_MAX) bad_input(g_.path + ": input '" + v.name + "' holds " + std::to_string(x) + ", outside the int32 range ggml indexes with");
                 i32.seti(i, x);
             }

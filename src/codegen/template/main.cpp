@@ -137,12 +137,16 @@ int main(int argc, char** argv) {
 
     for (int k = 0; k < model::n_inputs; ++k) {
         npy::Array& a = in_data[k];
+        if (!in[k]->buffer) continue;  // the graph only uses the input's shape
         if (in[k]->type == GGML_TYPE_I32) {  // integer inputs are held as int32
             std::vector<int32_t> v(ggml_nelements(in[k]));
             for (size_t i = 0; i < v.size(); ++i) {
                 int64_t x;
                 if (a.descr == "<i8") { std::memcpy(&x, a.data.data() + 8 * i, 8); }
                 else { int32_t y; std::memcpy(&y, a.data.data() + 4 * i, 4); x = y; }
+                int64_t bound = model::inputs[k].index_bound;
+                if (bound > 0 && (x < -bound || x >= bound)) die(std::string("input '") + model::inputs[k].name + "' holds an index out of range");
+                if (bound > 0 && x < 0) x += bound;
                 if (x < INT32_MIN || x > INT32_MAX) die(std::string("input '") + model::inputs[k].name + "' is outside the int32 range");
                 v[i] = int32_t(x);
             }
