@@ -31,7 +31,7 @@ const char* kUsage =
     "  check   TESTDIR   (an ONNX backend-test folder: model.onnx + test_data_set_*/)\n"
     "  bench   MODEL [--input ... | --random-inputs SEED] [--repeat N] [--warmup W] [--threads N] [--backend B]\n"
     "  ops     (list the supported ONNX operators)\n"
-    "common: --no-optimize, --disable-pass NAME\n"
+    "common: --freeze NAME=FILE.npy (bind a graph input to a value at compile time), --no-optimize, --disable-pass NAME\n"
     "exit codes: 0 ok, 1 numeric mismatch, 2 bad usage or input, 3 unsupported model, 4 internal error\n";
 
 struct Args {
@@ -80,6 +80,7 @@ Args parse(int argc, char** argv) {
         if (s == "--input-shape") { auto kv = split_eq(next(), "--input-shape"); a.copts.input_shapes[kv.first] = parse_dims(kv.second, "--input-shape"); }
         else if (s == "--input") a.inputs.push_back(split_eq(next(), "--input"));
         else if (s == "--expect") a.expects.push_back(split_eq(next(), "--expect"));
+        else if (s == "--freeze") { auto kv = split_eq(next(), "--freeze"); a.copts.frozen_inputs[kv.first] = read_npy(kv.second); }
         else if (s == "--random-inputs") { a.seed = uint64_t(num(next())); a.has_seed = true; }
         else if (s == "--output-dir") a.output_dir = next();
         else if (s == "-o") a.outdir = next();
@@ -260,7 +261,7 @@ int cmd_compile(const Args& a) {
     if (a.outdir.empty()) bad_input("compile needs -o OUTDIR");
     Graph g = prepare(a.model, a.copts);
     EmitReport r = emit_project(g, a.outdir, a.model);
-    std::cout << "wrote " << a.outdir << ": model.cpp (" << r.lines << " lines), model.h, main.cpp, npy.h, CMakeLists.txt, model.gguf ("
+    std::cout << "wrote " << a.outdir << ": model.cpp (" << r.lines << " lines), model.h, main.cpp, npy.h, o2g_kernels.h, CMakeLists.txt, model.gguf ("
               << r.weights << " weights, " << r.weight_bytes << " bytes)\n"
               << "build: cmake -S " << a.outdir << " -B " << a.outdir << "/build && cmake --build " << a.outdir << "/build\n";
     return 0;
@@ -297,27 +298,57 @@ bool report(const Graph& g, const std::vector<Tensor>& outs, const std::vector<T
 
 int cmd_check(const Args& a) {
     if (is_dir(a.model)) {  // ONNX backend test folder
-        std::string dir = a.model;
-        Graph g = prepare(dir + "/model.onnx", a.copts);
-        Session s(g, SessionOptions{a.backend, a.threads});
-        bool all = true;
+        std::string dir = a.model, model = dir + "/model.onnx";
         auto sets = list_dir(dir, "test_data_set_");
         if (sets.empty()) bad_input(dir + ": no test_data_set_* folders");
+        bool all = true;
         for (auto& set : sets) {
             std::string sd = dir + "/" + set;
-            std::vector<Tensor> ins(g.inputs.size());
+            // inputs by name (the .pb's name, else the graph-input order)
+            Graph g0 = load_onnx(model);
             auto in_files = list_dir(sd, "input_");
-            if (in_files.size() != g.inputs.size()) bad_input(sd + ": " + std::to_string(in_files.size()) + " input files for " + std::to_string(g.inputs.size()) + " graph inputs");
+            if (in_files.size() != g0.inputs.size())
+                bad_input(sd + ": " + std::to_string(in_files.size()) + " input files for " + std::to_string(g0.inputs.size()) + " graph inputs");
+            std::map<std::string, Tensor> values;
             for (size_t k = 0; k < in_files.size(); ++k) {
                 std::string name;
                 Tensor t = load_tensor_pb(sd + "/" + in_files[k], &name);
-                size_t slot = k;
-                for (size_t j = 0; j < g.inputs.size(); ++j) if (!name.empty() && g.values[g.inputs[j]].name == name) slot = j;
-                ins[slot] = t;
+                bool named = false;
+                for (int id : g0.inputs) named |= g0.values[id].name == name;
+                values[named ? name : g0.values[g0.inputs[k]].name] = t;
             }
+            // inputs that an op needs as compile-time values (Reshape's shape, Resize's scales, ...)
+            // are frozen to this test set's values, as `--freeze` would
+            CompileOptions opts = a.copts;
+            Graph g;
+            for (int attempt = 0;; ++attempt) {
+                g = load_onnx(model);
+                std::vector<UnsupportedOp> bad;
+                specialize(g, opts, &bad);
+                if (bad.empty()) {
+                    optimize(g, opts);
+                    validate(g, &bad);
+                }
+                if (bad.empty()) break;
+                bool progress = false;
+                for (auto& u : bad)
+                    if (!u.needs_constant.empty() && values.count(u.needs_constant) && !opts.frozen_inputs.count(u.needs_constant)) {
+                        opts.frozen_inputs[u.needs_constant] = values[u.needs_constant];
+                        progress = true;
+                    }
+                if (!progress || attempt > 8) throw_unsupported(g, bad);
+            }
+            if (!opts.frozen_inputs.empty()) {
+                std::string f;
+                for (auto& kv : opts.frozen_inputs) f += (f.empty() ? "" : ", ") + kv.first;
+                printf("%s frozen at compile time: %s\n", set.c_str(), f.c_str());
+            }
+            std::vector<Tensor> ins;
+            for (int id : g.inputs) ins.push_back(values.at(g.values[id].name));
             std::vector<Tensor> exp;
             for (auto& f : list_dir(sd, "output_")) exp.push_back(load_tensor_pb(sd + "/" + f));
             if (exp.size() != g.outputs.size()) bad_input(sd + ": " + std::to_string(exp.size()) + " output files for " + std::to_string(g.outputs.size()) + " graph outputs");
+            Session s(g, SessionOptions{a.backend, a.threads});
             auto outs = s.run(ins);
             all &= report(g, outs, exp, a, set + " ");
         }

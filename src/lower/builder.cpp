@@ -81,6 +81,10 @@ void Builder::comment(const std::string& text) {
 void Builder::mark_output(int index, ggml_tensor* t) {
     if (int(outputs.size()) <= index) outputs.resize(index + 1, nullptr);
     outputs[index] = t;
+    if (!t) {
+        if (record_) lines.push_back("out[" + std::to_string(index) + "] = nullptr;  // empty output");
+        return;
+    }
     ggml_set_output(t);
     if (record_) lines.push_back("out[" + std::to_string(index) + "] = " + var(t) + "; ggml_set_output(" + var(t) + ");");
 }

@@ -54,6 +54,10 @@ private:
     static std::string fmt(uint32_t v) { return std::to_string(v) + "u"; }
     static std::string fmt(size_t v) { return std::to_string(v) + "ull"; }
     static std::string fmt(std::nullptr_t) { return "nullptr"; }
+    static std::string fmt(ggml_custom1_op_t f) { return kernel_name(reinterpret_cast<void*>(f)); }
+    static std::string fmt(ggml_custom2_op_t f) { return kernel_name(reinterpret_cast<void*>(f)); }
+    static std::string fmt(ggml_custom3_op_t f) { return kernel_name(reinterpret_cast<void*>(f)); }
+    static std::string kernel_name(void* f);  // "o2g::erf" (src/lower/kernels.cpp)
     static std::string fmt(bool v) { return v ? "true" : "false"; }
     static std::string fmt(float v);
     static std::string fmt(ggml_op_pool v) { return v == GGML_OP_POOL_MAX ? "GGML_OP_POOL_MAX" : "GGML_OP_POOL_AVG"; }

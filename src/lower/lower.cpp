@@ -6,7 +6,7 @@ namespace onnx2ggml {
 
 ggml_type ggml_type_for(DType t) {
     switch (t) {
-        case DType::F32: return GGML_TYPE_F32;
+        case DType::F32: case DType::Bool: return GGML_TYPE_F32;  // booleans are 0/1 floats on the device
         case DType::I32: case DType::I64: return GGML_TYPE_I32;
         default: return GGML_TYPE_COUNT;
     }
@@ -28,7 +28,8 @@ ggml_tensor* LowerCtx::x(int i) {
     if (!v.constant) internal_error(where() + ": input '" + v.name + "' has no ggml tensor");
     auto it = st_.weight_of.find(id);
     if (it != st_.weight_of.end()) return it->second;
-    ggml_type type = dtype_is_float(v.dtype) ? GGML_TYPE_F32 : GGML_TYPE_I32;
+    ggml_type type = ggml_type_for(v.dtype);
+    if (type == GGML_TYPE_COUNT) fail_unsupported(std::string("constant '") + v.name + "' of dtype " + dtype_name(v.dtype) + " on the device");
     Tensor h = v.constant->reshaped(canonical4(v.constant->shape));
     h = h.cast(type == GGML_TYPE_F32 ? DType::F32 : DType::I32);
     ggml_tensor* w = b.weight(h, type, v.name);

@@ -37,6 +37,19 @@ Shape broadcast_all(OpCtx& c) {
     return out;
 }
 
+ggml_tensor* expand_to_out(LowerCtx& c, int i) {
+    const Shape& o = c.out(0).shape;
+    Shape s = align_rank(operand_shape(c, i), o.size());
+    if (o.size() > 4 && s != o && shape_numel(s) != 1) c.fail_unsupported("broadcasting of a rank > 4 tensor in a custom kernel");
+    ggml_tensor* t = c.reshape(c.x(i), s);
+    return c.cont(c.repeat_to(t, to_ne(o)));
+}
+
+void require_float(LowerCtx& c, int i) {
+    if (ggml_type_for(c.dtype(i)) != GGML_TYPE_F32)
+        c.fail_unsupported(std::string("device tensors of dtype ") + dtype_name(c.dtype(i)) + " are not supported (only float32 and bool)");
+}
+
 Tensor eval_elementwise(OpCtx& c, DType out_type, const FloatFn& ff, const IntFn& fi) {
     Shape out = broadcast_all(c);
     std::vector<const Tensor*> ins;

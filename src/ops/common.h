@@ -26,6 +26,12 @@ inline void infer_same(OpCtx& c) { c.set_out(0, c.dtype(0), c.shape(0)); }
 ggml_tensor* gather_axis(LowerCtx& c, ggml_tensor* x, const Shape& s, int axis, const std::vector<int64_t>& indices);
 ggml_tensor* transpose_any(LowerCtx& c, ggml_tensor* x, const Shape& s, const std::vector<int64_t>& perm);
 
+// Input i broadcast to the shape of output 0, contiguous: the operand of the custom
+// elementwise kernels (o2g_kernels.h), which take same-shape inputs.
+ggml_tensor* expand_to_out(LowerCtx& c, int i);
+// Device operand check: float32 (or bool held as float) device tensors only.
+void require_float(LowerCtx& c, int i);
+
 // Strides of a row-major shape (elements).
 std::vector<int64_t> strides_of(const Shape& s);
 

@@ -2,6 +2,7 @@
 // variadic Sum/Mean/Max/Min, comparisons and logic, Where, Clip, Cast.
 #include <cmath>
 
+#include "o2g_kernels.h"
 #include "ops/common.h"
 
 namespace onnx2ggml {
@@ -29,7 +30,7 @@ void unary(Registry& r, const std::string& op, std::function<double(OpCtx&, doub
     };
     if (low)
         d.lower = [low](Lc& c) {
-            if (c.dtype(0) != DType::F32) c.fail_unsupported(std::string("device tensors of dtype ") + dtype_name(c.dtype(0)) + " are not supported (only float32)");
+            require_float(c, 0);
             c.set(0, low(c, c.xc(0)));
         };
     r.add(std::move(d));
@@ -65,7 +66,10 @@ void register_unary(Registry& r) {
     unary(r, "Tanh", [](OpCtx&, double x) { return std::tanh(x); }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_tanh, x); });
     unary(r, "Softplus", [](OpCtx&, double x) { return std::log1p(std::exp(x)); },
           [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_softplus, x); });
-    unary(r, "Erf", [](OpCtx&, double x) { return erf_d(x); }, nullptr);
+    auto custom1 = [](ggml_custom1_op_t k) {
+        return [k](Lc& c, ggml_tensor* x) { return G(c.b, ggml_map_custom1, x, k, GGML_N_TASKS_MAX, nullptr); };
+    };
+    unary(r, "Erf", [](OpCtx&, double x) { return erf_d(x); }, custom1(o2g::erf));
     unary(r, "Sqrt", [](OpCtx&, double x) { return std::sqrt(x); }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_sqrt, x); });
     unary(r, "Exp", [](OpCtx&, double x) { return std::exp(x); }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_exp, x); });
     unary(r, "Log", [](OpCtx&, double x) { return std::log(x); }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_log, x); });
@@ -81,10 +85,12 @@ void register_unary(Registry& r) {
     unary(r, "Ceil", [](OpCtx&, double x) { return std::ceil(x); }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_ceil, x); });
     unary(r, "Sin", [](OpCtx&, double x) { return std::sin(x); }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_sin, x); });
     unary(r, "Cos", [](OpCtx&, double x) { return std::cos(x); }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_cos, x); });
-    unary(r, "Sign", [](OpCtx&, double x) { return double((x > 0) - (x < 0)); }, nullptr,
+    unary(r, "Sign", [](OpCtx&, double x) { return double((x > 0) - (x < 0)); }, custom1(o2g::sign),
           [](int64_t x) { return int64_t((x > 0) - (x < 0)); });
-    unary(r, "Round", [](OpCtx&, double x) { return std::nearbyint(x); }, nullptr);  // half to even
-    unary(r, "Softsign", [](OpCtx&, double x) { return x / (1 + std::fabs(x)); }, nullptr);
+    unary(r, "Round", [](OpCtx&, double x) { return std::nearbyint(x); }, custom1(o2g::round_even));  // half to even
+    unary(r, "Softsign", [](OpCtx&, double x) { return x / (1 + std::fabs(x)); }, custom1(o2g::softsign));
+    unary(r, "Mish", [](OpCtx&, double x) { return x * std::tanh(std::log1p(std::exp(x))); },
+          [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_mul, x, G(c.b, ggml_tanh, G(c.b, ggml_softplus, x))); });
     unary(r, "Gelu",
           [](OpCtx& c, double x) {
               if (c.as("approximate", "none") == "tanh")
@@ -98,7 +104,29 @@ void register_unary(Registry& r) {
     // Internal ops produced by the fusion passes.
     unary(r, "o2g.Silu", [](OpCtx&, double x) { return x / (1.0 + std::exp(-x)); },
           [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_silu, x); });
-    unary(r, "Not", [](OpCtx&, double x) { return double(x == 0); }, nullptr, [](int64_t x) { return int64_t(x == 0); });
+    unary(r, "Not", [](OpCtx&, double x) { return double(x == 0); }, custom1(o2g::logical_not), [](int64_t x) { return int64_t(x == 0); });
+    {  // IsNaN / IsInf: bool outputs
+        for (bool nan : {true, false}) {
+            OpDef d;
+            d.op_type = nan ? "IsNaN" : "IsInf";
+            d.infer = [](OpCtx& c) { c.set_out(0, DType::Bool, c.shape(0)); };
+            d.eval = [nan](OpCtx& c) {
+                bool pos = c.ai("detect_positive", 1) != 0, neg = c.ai("detect_negative", 1) != 0;
+                c.set_const(0, eval_elementwise(c, DType::Bool, [=](const double* v) {
+                    return double(nan ? std::isnan(v[0]) : (std::isinf(v[0]) && ((v[0] > 0 && pos) || (v[0] < 0 && neg))));
+                }, nullptr));
+            };
+            d.lower = [nan](Lc& c) {
+                require_float(c, 0);
+                bool pos = c.ai("detect_positive", 1) != 0, neg = c.ai("detect_negative", 1) != 0;
+                ggml_custom1_op_t k = nan ? o2g::isnan : (pos && neg ? o2g::isinf : (pos ? o2g::isinf_pos : o2g::isinf_neg));
+                ggml_tensor* y = G(c.b, ggml_map_custom1, c.xc(0), k, GGML_N_TASKS_MAX, nullptr);
+                if (!nan && !pos && !neg) y = G(c.b, ggml_scale, y, 0.0f);  // detects nothing: all false
+                c.set(0, y);
+            };
+            r.add(std::move(d));
+        }
+    }
     {  // Identity and Dropout (inference): the value passes through
         for (const char* op : {"Identity", "Dropout"}) {
             OpDef d;
@@ -143,10 +171,16 @@ void binary(Registry& r, const std::string& op, FloatFn ff, IntFn fi, LowerCtx::
 
 int64_t idiv(int64_t a, int64_t b) { return b == 0 ? 0 : a / b; }
 
+// elementwise kernel of o2g_kernels.h on inputs 0 and 1 broadcast to the output shape
+ggml_tensor* custom_binary(Lc& c, ggml_custom2_op_t k) {
+    require_float(c, 0);
+    require_float(c, 1);
+    return G(c.b, ggml_map_custom2, expand_to_out(c, 0), expand_to_out(c, 1), k, GGML_N_TASKS_MAX, nullptr);
+}
+
 // Pow with a constant scalar exponent that ggml can compute exactly.
 ggml_tensor* lower_pow(Lc& c) {
-    if (!c.is_const(1) || c.cval(1).numel() != 1)
-        c.fail_unsupported("Pow is only supported with a constant scalar exponent");
+    if (!c.is_const(1) || c.cval(1).numel() != 1) return custom_binary(c, o2g::pow);
     double e = c.cval(1).getf(0);
     ggml_tensor* x = c.xc(0);
     ggml_tensor* y = nullptr;
@@ -155,7 +189,7 @@ ggml_tensor* lower_pow(Lc& c) {
     else if (e == 3) y = G(c.b, ggml_mul, G(c.b, ggml_sqr, x), x);
     else if (e == 0.5) y = G(c.b, ggml_sqrt, x);
     else if (e == -1) y = G(c.b, ggml_div, c.repeat_to(c.scalar(1.0f), {x->ne[0], x->ne[1], x->ne[2], x->ne[3]}), x);
-    else c.fail_unsupported("Pow exponent " + std::to_string(e) + " is not supported on the device (supported: -1, 0.5, 1, 2, 3)");
+    else return custom_binary(c, o2g::pow);
     // the exponent may broadcast the output to a higher rank
     return c.reshape(c.repeat_to(c.reshape(y, align_rank(c.shape(0), c.out(0).shape.size())), to_ne(c.out(0).shape)), c.out(0).shape);
 }
@@ -220,11 +254,11 @@ void register_binary(Registry& r) {
                 } else if (c.is_const(i) && c.cval(i).numel() == 1 && so == sacc) {
                     float v = float(c.cval(i).getf(0));
                     acc = kind == 2 ? G(c.b, ggml_clamp, c.cont(acc), v, INFINITY) : G(c.b, ggml_clamp, c.cont(acc), -INFINITY, v);
-                } else {
-                    // max(a, b) = a + relu(b - a); min(a, b) = a - relu(a - b)
-                    ggml_tensor* d1 = kind == 2 ? c.binary(LowerCtx::Bin::Sub, y, sy, acc, sacc) : c.binary(LowerCtx::Bin::Sub, acc, sacc, y, sy);
-                    ggml_tensor* rl = G(c.b, ggml_relu, c.cont(d1));
-                    acc = c.binary(kind == 2 ? LowerCtx::Bin::Add : LowerCtx::Bin::Sub, acc, sacc, rl, so);
+                } else {  // exact elementwise max/min kernel on both operands broadcast
+                    auto ne = to_ne(so);
+                    ggml_tensor* a2 = c.cont(c.repeat_to(c.reshape(acc, align_rank(sacc, so.size())), ne));
+                    ggml_tensor* b2 = c.cont(c.repeat_to(c.reshape(y, align_rank(sy, so.size())), ne));
+                    acc = G(c.b, ggml_map_custom2, a2, b2, kind == 2 ? o2g::max : o2g::min, GGML_N_TASKS_MAX, nullptr);
                 }
                 sacc = so;
             }
@@ -235,15 +269,15 @@ void register_binary(Registry& r) {
         r.add(std::move(d));
     }
     // comparisons and logic: computed on the host (shape logic); no device kernels in ggml
-    struct Cmp { const char* op; std::function<bool(double, double)> f; };
-    for (const Cmp& cm : {Cmp{"Equal", [](double a, double b) { return a == b; }},
-                          Cmp{"Less", [](double a, double b) { return a < b; }},
-                          Cmp{"Greater", [](double a, double b) { return a > b; }},
-                          Cmp{"LessOrEqual", [](double a, double b) { return a <= b; }},
-                          Cmp{"GreaterOrEqual", [](double a, double b) { return a >= b; }},
-                          Cmp{"And", [](double a, double b) { return a != 0 && b != 0; }},
-                          Cmp{"Or", [](double a, double b) { return a != 0 || b != 0; }},
-                          Cmp{"Xor", [](double a, double b) { return (a != 0) != (b != 0); }}}) {
+    struct Cmp { const char* op; std::function<bool(double, double)> f; ggml_custom2_op_t k; };
+    for (const Cmp& cm : {Cmp{"Equal", [](double a, double b) { return a == b; }, o2g::equal},
+                          Cmp{"Less", [](double a, double b) { return a < b; }, o2g::less},
+                          Cmp{"Greater", [](double a, double b) { return a > b; }, o2g::greater},
+                          Cmp{"LessOrEqual", [](double a, double b) { return a <= b; }, o2g::less_equal},
+                          Cmp{"GreaterOrEqual", [](double a, double b) { return a >= b; }, o2g::greater_equal},
+                          Cmp{"And", [](double a, double b) { return a != 0 && b != 0; }, o2g::logical_and},
+                          Cmp{"Or", [](double a, double b) { return a != 0 || b != 0; }, o2g::logical_or},
+                          Cmp{"Xor", [](double a, double b) { return (a != 0) != (b != 0); }, o2g::logical_xor}}) {
         OpDef d;
         d.op_type = cm.op;
         d.infer = [](OpCtx& c) { c.set_out(0, DType::Bool, broadcast_all(c)); };
@@ -252,12 +286,43 @@ void register_binary(Registry& r) {
             c.set_const(0, eval_elementwise(c, DType::Bool, [f](const double* v) { return double(f(v[0], v[1])); },
                                             [f](const int64_t* v) { return int64_t(f(double(v[0]), double(v[1]))); }));
         };
+        auto k = cm.k;
+        d.lower = [k](Lc& c) { c.set(0, custom_binary(c, k)); };
+        r.add(std::move(d));
+    }
+    {
+        OpDef d;
+        d.op_type = "Mod";
+        d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(0), broadcast_all(c)); };
+        d.eval = [](OpCtx& c) {
+            bool fm = c.ai("fmod", 0) != 0;
+            c.set_const(0, eval_elementwise(c, c.dtype(0),
+                [fm](const double* v) {
+                    double m = std::fmod(v[0], v[1]);
+                    if (!fm && m != 0 && ((m < 0) != (v[1] < 0))) m += v[1];  // python-style sign of the divisor
+                    return m;
+                },
+                [fm](const int64_t* v) {
+                    if (v[1] == 0) return int64_t(0);
+                    int64_t m = v[0] % v[1];
+                    if (!fm && m != 0 && ((m < 0) != (v[1] < 0))) m += v[1];
+                    return m;
+                }));
+        };
+        d.lower = [](Lc& c) {
+            if (c.ai("fmod", 0) == 0) c.fail_unsupported("integer Mod (fmod=0) on the device");
+            c.set(0, custom_binary(c, o2g::fmod));
+        };
         r.add(std::move(d));
     }
     {
         OpDef d;
         d.op_type = "Where";
         d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(1), broadcast_all(c)); };
+        d.lower = [](Lc& c) {
+            for (int i = 0; i < 3; ++i) require_float(c, i);
+            c.set(0, G(c.b, ggml_map_custom3, expand_to_out(c, 0), expand_to_out(c, 1), expand_to_out(c, 2), o2g::where, GGML_N_TASKS_MAX, nullptr));
+        };
         d.eval = [](OpCtx& c) {
             bool flt = dtype_is_float(c.dtype(1));
             c.set_const(0, eval_elementwise(c, c.dtype(1),

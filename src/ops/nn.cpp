@@ -607,6 +607,7 @@ struct ResizePlan {
     std::vector<double> scale;   // per axis
     std::string mode, coord, nearest;
     double cubic_a = -0.75;
+    bool from_scales = true;  // output size came from scales (align_corners then uses in * scale)
     bool exclude_outside = false;
 };
 
@@ -646,6 +647,7 @@ ResizePlan resize_plan(OpCtx& c) {
     if (!sizes.empty()) {
         if (int(sizes.size()) != rk) c.fail("sizes has the wrong length");
         for (int i = 0; i < rk; ++i) { p.out[i] = sizes[i]; p.scale[i] = double(sizes[i]) / double(s[i]); }
+        p.from_scales = false;
     } else {
         if (int(scales.size()) != rk) c.fail("scales has " + std::to_string(scales.size()) + " entries for rank " + std::to_string(rk));
         for (int i = 0; i < rk; ++i) {
@@ -661,7 +663,10 @@ ResizePlan resize_plan(OpCtx& c) {
 double source_coord(const ResizePlan& p, int64_t x, int64_t in, int64_t out, double scale) {
     const std::string& m = p.coord;
     if (m == "asymmetric") return x / scale;
-    if (m == "align_corners") return out == 1 ? 0.0 : double(x) * double(in - 1) / double(out - 1);
+    if (m == "align_corners") {
+        double len = p.from_scales ? double(in) * scale : double(out);
+        return out == 1 ? 0.0 : double(x) * double(in - 1) / (len - 1);
+    }
     if (m == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
     if (m == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
     if (m == "half_pixel_symmetric") {

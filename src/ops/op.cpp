@@ -15,8 +15,11 @@ Value& OpCtx::out(int i) {
 }
 
 const Tensor& OpCtx::cval(int i) {
-    if (!is_const(i)) fail_unsupported("input " + std::to_string(i) + " ('" + (has(i) ? in(i).name : std::string("")) +
-                                       "') must be a compile-time constant");
+    if (!is_const(i)) {
+        std::string name = has(i) ? in(i).name : std::string("");
+        std::string msg = "input " + std::to_string(i) + " ('" + name + "') must be a compile-time constant";
+        throw NeedsConstant(where() + ": " + msg, msg, name);
+    }
     return *in(i).constant;
 }
 

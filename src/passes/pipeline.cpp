@@ -14,6 +14,20 @@ static std::string dims_str(const Shape& s) {
 }
 
 static void bind_inputs(Graph& g, const CompileOptions& opts) {
+    for (auto& kv : opts.frozen_inputs) {
+        int id = g.find(kv.first);
+        auto pos = std::find(g.inputs.begin(), g.inputs.end(), id);
+        if (id < 0 || pos == g.inputs.end()) bad_input(g.path + ": --freeze names '" + kv.first + "', which is not a graph input");
+        Value& v = g.values[id];
+        if (v.dtype != kv.second.dtype)
+            bad_input(g.path + ": --freeze " + kv.first + ": dtype " + dtype_name(kv.second.dtype) + ", the model expects " + dtype_name(v.dtype));
+        if (v.shape.size() != kv.second.shape.size()) bad_input(g.path + ": --freeze " + kv.first + ": rank differs from the model's");
+        for (size_t i = 0; i < v.shape.size(); ++i)
+            if (v.shape[i] >= 0 && v.shape[i] != kv.second.shape[i]) bad_input(g.path + ": --freeze " + kv.first + ": shape " + shape_str(kv.second.shape) + " differs from the model's");
+        v.shape = kv.second.shape;
+        v.constant = kv.second;
+        g.inputs.erase(pos);
+    }
     for (auto& kv : opts.input_shapes) {
         int id = g.find(kv.first);
         if (id < 0 || std::find(g.inputs.begin(), g.inputs.end(), id) == g.inputs.end())
@@ -74,7 +88,8 @@ void specialize(Graph& g, const CompileOptions& opts, std::vector<UnsupportedOp>
             n.folded = folded;
         } catch (const Error& e) {
             if (e.code != kExitUnsupported) throw;
-            bad.push_back({n.op_type, n.name, n.domain, e.detail.empty() ? e.what() : e.detail, c.opset()});
+            auto* nc = dynamic_cast<const NeedsConstant*>(&e);
+            bad.push_back({n.op_type, n.name, n.domain, e.detail.empty() ? e.what() : e.detail, c.opset(), nc ? nc->value : ""});
             for (int i = 0; i < c.nout(); ++i)
                 if (c.has_out(i)) c.out(i).has_shape = false;
         }
@@ -101,13 +116,24 @@ void validate(Graph& g, std::vector<UnsupportedOp>* report) {
         Node& n = g.nodes[ni];
         OpCtx c(g, int(ni));
         const OpDef* def = reg.find(n.domain, n.op_type);
-        std::string why;
+        std::string why, needs;
         if (!def) why = "operator not implemented";
         else if (!def->lower) why = "this operator is only computed at compile time, and its inputs are not constant";
         else
             for (int hi : def->host_inputs)
-                if (c.has(hi) && !c.is_const(hi)) { why = "input " + std::to_string(hi) + " ('" + c.in(hi).name + "') must be a compile-time constant"; break; }
-        if (!why.empty()) bad.push_back({n.op_type, n.name, n.domain, why, c.opset()});
+                if (c.has(hi) && !c.is_const(hi)) {
+                    needs = c.in(hi).name;
+                    why = "input " + std::to_string(hi) + " ('" + needs + "') must be a compile-time constant";
+                    break;
+                }
+        if (why.empty())
+            for (int v : n.inputs)
+                if (v >= 0 && g.values[v].has_shape && shape_numel(g.values[v].shape) == 0 && !g.values[v].constant)
+                    why = "zero-size tensor '" + g.values[v].name + "' on the device (ggml has no empty tensors)";
+        if (why.empty())
+            for (int v : n.outputs)
+                if (v >= 0 && shape_numel(g.values[v].shape) == 0) why = "zero-size output '" + g.values[v].name + "' on the device (ggml has no empty tensors)";
+        if (!why.empty()) bad.push_back({n.op_type, n.name, n.domain, why, c.opset(), needs});
     }
     if (report) { report->insert(report->end(), bad.begin(), bad.end()); return; }
     throw_unsupported(g, bad);
@@ -154,6 +180,10 @@ void lower_graph(Graph& g, Builder& b) {
         int id = g.outputs[k];
         Value& v = g.values[id];
         ggml_tensor* t = st.vmap[id];
+        if (shape_numel(v.shape) == 0) {  // an empty (folded) output: nothing to compute
+            b.mark_output(int(k), nullptr);
+            continue;
+        }
         if (!t) {
             if (!v.constant) internal_error("graph output '" + v.name + "' was not computed");
             LowerCtx dummy(g, 0, st);

@@ -15,9 +15,14 @@ struct CompileOptions {
     std::map<std::string, Shape> input_shapes;  // --input-shape NAME=1x3x224x224
     bool optimize = true;
     std::vector<std::string> disabled_passes;
+    std::map<std::string, Tensor> frozen_inputs;  // graph inputs bound to values at compile time (--freeze)
 };
 
-struct UnsupportedOp { std::string op_type, node, domain, reason; int64_t opset; };
+struct UnsupportedOp {
+    std::string op_type, node, domain, reason;
+    int64_t opset;
+    std::string needs_constant;  // a value whose host value would make the node supported
+};
 
 // Infers every shape and folds every value computable on the host. Throws Error(3) listing
 // every unsupported node at once (or fills `report` and returns instead when given).

@@ -22,7 +22,8 @@ std::unique_ptr<BuiltGraph> build_graph(Graph& g, bool record) {
     bg->b = std::make_unique<Builder>(bg->cctx, bg->wctx, record);
     lower_graph(g, *bg->b);
     bg->gf = ggml_new_graph_custom(bg->cctx, bg->graph_size, false);
-    for (ggml_tensor* t : bg->b->outputs) ggml_build_forward_expand(bg->gf, t);
+    for (ggml_tensor* t : bg->b->outputs)
+        if (t) ggml_build_forward_expand(bg->gf, t);
     return bg;
 }
 

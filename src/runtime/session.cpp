@@ -50,7 +50,9 @@ Session::Session(Graph& g, const SessionOptions& opts) : g_(g) {
     bool is_cpu = ggml_backend_dev_type(ggml_backend_get_device(backend_)) == GGML_BACKEND_DEVICE_TYPE_CPU;
     if (!is_cpu) cpu_ = init_backend("cpu", opts.threads);
     // weights: one buffer on the backend, uploaded once; the host copies are dropped
-    if (ggml_get_first_tensor(bg_->wctx)) {
+    size_t wbytes = 0;
+    for (auto& w : bg_->b->weights) wbytes += ggml_nbytes(w.t);
+    if (wbytes > 0) {
         wbuf_ = ggml_backend_alloc_ctx_tensors(bg_->wctx, backend_);
         if (!wbuf_) fail(kExitInternal, "cannot allocate the weight buffer on " + backend_name());
         for (auto& w : bg_->b->weights) {
@@ -86,9 +88,10 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) {
         ggml_tensor* gt = bg_->b->inputs[k];
         if (!gt || !gt->buffer) continue;  // the graph only uses the input's shape
         if (gt->type == GGML_TYPE_F32) {
-            if (t.dtype != DType::F32)
+            if (t.dtype != v.dtype)
                 bad_input(g_.path + ": input '" + v.name + "' has dtype " + dtype_name(t.dtype) + ", the model expects " + dtype_name(v.dtype));
-            ggml_backend_tensor_set(gt, t.data(), 0, ggml_nbytes(gt));
+            Tensor f = t.cast(DType::F32);  // bool inputs are 0/1 floats on the device
+            ggml_backend_tensor_set(gt, f.data(), 0, ggml_nbytes(gt));
         } else {
             if (dtype_is_float(t.dtype) || t.dtype == DType::Bool)
                 bad_input(g_.path + ": input '" + v.name + "' has dtype " + dtype_name(t.dtype) + ", the model expects " + dtype_name(v.dtype));
@@ -112,6 +115,10 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) {
     for (size_t k = 0; k < g_.outputs.size(); ++k) {
         const Value& v = g_.values[g_.outputs[k]];
         ggml_tensor* gt = bg_->b->outputs[k];
+        if (!gt) {
+            outs.push_back(Tensor::zeros(v.dtype, v.shape));
+            continue;
+        }
         if (gt->type == GGML_TYPE_F32) {
             Tensor t = Tensor::zeros(DType::F32, v.shape);
             ggml_backend_tensor_get(gt, t.data(), 0, ggml_nbytes(gt));

@@ -21,6 +21,12 @@ struct Error : std::runtime_error {
     Error(int c, const std::string& msg, const std::string& d = "") : std::runtime_error(msg), code(c), detail(d) {}
 };
 
+// An op needs the host value of a runtime value (e.g. Reshape's shape fed by a graph input).
+struct NeedsConstant : Error {
+    std::string value;
+    NeedsConstant(const std::string& msg, const std::string& d, const std::string& v) : Error(3, msg, d), value(v) {}
+};
+
 [[noreturn]] inline void fail(int code, const std::string& msg) { throw Error(code, msg); }
 [[noreturn]] inline void bad_input(const std::string& msg) { throw Error(kExitBadInput, msg); }
 [[noreturn]] inline void unsupported(const std::string& msg) { throw Error(kExitUnsupported, msg); }

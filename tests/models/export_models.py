@@ -55,6 +55,16 @@ class MLP(nn.Module):
         return self.l2(nn.functional.gelu(self.ln(self.l1(x))))
 
 
+class Elementwise(nn.Module):
+    """Ops that run as onnx2ggml's own CPU kernels (ggml has none): comparison, Where, Erf,
+    Max, Round, Pow with a tensor exponent, Mod (fmod)."""
+
+    def forward(self, x):
+        a = torch.where(x > 0.1, torch.erf(x), torch.maximum(x, -0.5 * x))
+        b = torch.round(x * 4.0) + torch.pow(x.abs() + 0.5, x) + torch.fmod(x * 3.0, 0.7)
+        return a * b
+
+
 def randomize(m, gen):
     """Non-trivial biases, affine params and running stats (see the module docstring)."""
     with torch.no_grad():
@@ -74,6 +84,7 @@ MODELS = {
     # name: (constructor, input shape, opset)
     "tinycnn": (TinyCNN, (1, 3, 32, 32), 17),
     "mlp": (MLP, (4, 64), 17),
+    "elementwise": (Elementwise, (2, 3, 16, 16), 17),
     "resnet18": (lambda: torchvision.models.resnet18(), (1, 3, 224, 224), 17),
     "resnet18_opset13": (lambda: torchvision.models.resnet18(), (1, 3, 224, 224), 13),
     "resnet50": (lambda: torchvision.models.resnet50(), (1, 3, 224, 224), 17),

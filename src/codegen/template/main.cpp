@@ -130,7 +130,8 @@ int main(int argc, char** argv) {
     ggml_tensor* out[model::n_outputs + 1] = {};
     model::build(ctx, w.data(), in, out);
     ggml_cgraph* gf = ggml_new_graph_custom(ctx, model::graph_size, false);
-    for (int k = 0; k < model::n_outputs; ++k) ggml_build_forward_expand(gf, out[k]);
+    for (int k = 0; k < model::n_outputs; ++k)
+        if (out[k]) ggml_build_forward_expand(gf, out[k]);
     ggml_backend_t backends[2] = {backend, cpu};
     ggml_backend_sched_t sched = ggml_backend_sched_new(backends, nullptr, cpu ? 2 : 1, model::graph_size, false, true);
     if (!ggml_backend_sched_alloc_graph(sched, gf)) die("cannot allocate the compute graph");
@@ -151,6 +152,9 @@ int main(int argc, char** argv) {
                 v[i] = int32_t(x);
             }
             ggml_backend_tensor_set(in[k], v.data(), 0, ggml_nbytes(in[k]));
+        } else if (a.descr == "|b1") {  // booleans are 0/1 floats on the device
+            std::vector<float> v(a.data.begin(), a.data.end());
+            ggml_backend_tensor_set(in[k], v.data(), 0, ggml_nbytes(in[k]));
         } else {
             ggml_backend_tensor_set(in[k], a.data.data(), 0, ggml_nbytes(in[k]));
         }
@@ -162,8 +166,15 @@ int main(int argc, char** argv) {
         const auto& info = model::outputs[k];
         npy::Array a;
         a.shape.assign(info.shape, info.shape + info.rank);
-        int64_t n = ggml_nelements(out[k]);
-        if (out[k]->type == GGML_TYPE_F32) {
+        int64_t n = out[k] ? ggml_nelements(out[k]) : 0;
+        if (!out[k]) {  // empty output
+            a.descr = npy::descr_of(info.onnx_dtype);
+        } else if (out[k]->type == GGML_TYPE_F32 && info.onnx_dtype == 9) {
+            std::vector<float> v(n);
+            ggml_backend_tensor_get(out[k], v.data(), 0, size_t(n) * 4);
+            a.descr = "|b1";
+            for (float x : v) a.data.push_back(x != 0);
+        } else if (out[k]->type == GGML_TYPE_F32) {
             a.descr = "<f4";
             a.data.resize(size_t(n) * 4);
             ggml_backend_tensor_get(out[k], a.data.data(), 0, a.data.size());

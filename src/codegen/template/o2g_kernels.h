@@ -1,0 +1,74 @@
+// CPU kernels for ONNX elementwise ops that ggml has no kernel for, run as ggml custom ops
+// (ggml_map_custom1/2/3). Header-only and shared verbatim by onnx2ggml and by the programs it
+// generates, so `run` and the compiled program compute the same bits. Inputs are contiguous
+// F32 tensors of the output's shape (the lowering broadcasts them first); booleans are 0/1.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "ggml.h"
+
+namespace o2g {
+
+template <class F>
+inline void map1(ggml_tensor* dst, const ggml_tensor* a, int ith, int nth, F f) {
+    const int64_t n = ggml_nelements(dst), chunk = (n + nth - 1) / nth;
+    const int64_t i0 = chunk * ith, i1 = i0 + chunk < n ? i0 + chunk : n;
+    float* d = static_cast<float*>(dst->data);
+    const float* x = static_cast<const float*>(a->data);
+    for (int64_t i = i0; i < i1; ++i) d[i] = f(x[i]);
+}
+
+template <class F>
+inline void map2(ggml_tensor* dst, const ggml_tensor* a, const ggml_tensor* b, int ith, int nth, F f) {
+    const int64_t n = ggml_nelements(dst), chunk = (n + nth - 1) / nth;
+    const int64_t i0 = chunk * ith, i1 = i0 + chunk < n ? i0 + chunk : n;
+    float* d = static_cast<float*>(dst->data);
+    const float* x = static_cast<const float*>(a->data);
+    const float* y = static_cast<const float*>(b->data);
+    for (int64_t i = i0; i < i1; ++i) d[i] = f(x[i], y[i]);
+}
+
+#define O2G_UNARY(name, expr) \
+    inline void name(ggml_tensor* dst, const ggml_tensor* a, int ith, int nth, void*) { map1(dst, a, ith, nth, [](float x) -> float { return expr; }); }
+#define O2G_BINARY(name, expr) \
+    inline void name(ggml_tensor* dst, const ggml_tensor* a, const ggml_tensor* b, int ith, int nth, void*) { map2(dst, a, b, ith, nth, [](float x, float y) -> float { return expr; }); }
+
+O2G_UNARY(erf, std::erf(x))
+O2G_UNARY(sign, float((x > 0) - (x < 0)))
+O2G_UNARY(round_even, std::nearbyint(x))
+O2G_UNARY(isnan, float(std::isnan(x)))
+O2G_UNARY(isinf, float(std::isinf(x)))
+O2G_UNARY(isinf_pos, float(std::isinf(x) && x > 0))
+O2G_UNARY(isinf_neg, float(std::isinf(x) && x < 0))
+O2G_UNARY(logical_not, float(x == 0))
+O2G_UNARY(softsign, x / (1.0f + std::fabs(x)))
+
+O2G_BINARY(equal, float(x == y))
+O2G_BINARY(less, float(x < y))
+O2G_BINARY(greater, float(x > y))
+O2G_BINARY(less_equal, float(x <= y))
+O2G_BINARY(greater_equal, float(x >= y))
+O2G_BINARY(logical_and, float(x != 0 && y != 0))
+O2G_BINARY(logical_or, float(x != 0 || y != 0))
+O2G_BINARY(logical_xor, float((x != 0) != (y != 0)))
+O2G_BINARY(pow, std::pow(x, y))
+O2G_BINARY(fmod, std::fmod(x, y))
+O2G_BINARY(max, (std::isnan(x) || std::isnan(y)) ? NAN : (x > y ? x : y))
+O2G_BINARY(min, (std::isnan(x) || std::isnan(y)) ? NAN : (x < y ? x : y))
+
+// Where(cond, x, y)
+inline void where(ggml_tensor* dst, const ggml_tensor* c, const ggml_tensor* a, const ggml_tensor* b, int ith, int nth, void*) {
+    const int64_t n = ggml_nelements(dst), chunk = (n + nth - 1) / nth;
+    const int64_t i0 = chunk * ith, i1 = i0 + chunk < n ? i0 + chunk : n;
+    float* d = static_cast<float*>(dst->data);
+    const float* cc = static_cast<const float*>(c->data);
+    const float* x = static_cast<const float*>(a->data);
+    const float* y = static_cast<const float*>(b->data);
+    for (int64_t i = i0; i < i1; ++i) d[i] = cc[i] != 0 ? x[i] : y[i];
+}
+
+#undef O2G_UNARY
+#undef O2G_BINARY
+
+}  // namespace o2g
