@@ -320,6 +320,11 @@ int cmd_check(const Args& a) {
             // inputs that an op needs as compile-time values (Reshape's shape, Resize's scales, ...)
             // are frozen to this test set's values, as `--freeze` would
             CompileOptions opts = a.copts;
+            for (int id : g0.inputs) {  // dynamic dims take the test data's shapes
+                const Value& v = g0.values[id];
+                bool dynamic = std::any_of(v.shape.begin(), v.shape.end(), [](int64_t d) { return d < 0; });
+                if (dynamic && !opts.input_shapes.count(v.name)) opts.input_shapes[v.name] = values[v.name].shape;
+            }
             Graph g;
             for (int attempt = 0;; ++attempt) {
                 g = load_onnx(model);

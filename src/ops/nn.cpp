@@ -592,8 +592,13 @@ void register_softmax_misc(Registry& r) {
                 return;
             }
             // relu(x) - slope * relu(-x)
+            Shape ss = c.shape(1);
+            if (c.opset() < 7 && ss.size() == 1 && c.rank(0) >= 2 && ss[0] == c.shape(0)[1]) {
+                ss = Shape(c.rank(0) - 1, 1);  // opset 6: one slope per channel
+                ss[0] = c.shape(0)[1];
+            }
             ggml_tensor* neg = G(c.b, ggml_relu, G(c.b, ggml_neg, x));
-            ggml_tensor* t = c.binary(LowerCtx::Bin::Mul, neg, c.shape(0), c.x(1), c.shape(1));
+            ggml_tensor* t = c.binary(LowerCtx::Bin::Mul, neg, c.shape(0), c.x(1), ss);
             c.set(0, G(c.b, ggml_sub, G(c.b, ggml_relu, x), t));
         };
         r.add(d);

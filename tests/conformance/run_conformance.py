@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Runs the ONNX backend test data (Debian's libonnx-testdata) through `onnx2ggml check`.
+
+Every case goes through the full pipeline (load -> fold -> lower -> ggml CPU) and gets a verdict:
+  pass         outputs match (numpy assert_allclose semantics, rtol 1e-3, atol 1e-7; integers exact)
+  fail         numbers differ (exit 1)
+  unsupported  a clear error, exit 3
+  error        anything else: bad-input exit 2, crash, hang (time limit), exit without a verdict
+
+usage: run_conformance.py ONNX2GGML [--suites node,...] [--expect FILE] [--update FILE] [--docs FILE] [--jobs N]
+With --expect, exits 1 if a case listed there does not pass (regression) or any case crashes or hangs.
+Inputs that an operator needs as compile-time values (Reshape's shape, Resize's scales, ...) are
+frozen to the test set's values by `check` (as `--freeze` does); the rest run on the device.
+"""
+import argparse
+import collections
+import concurrent.futures
+import os
+import subprocess
+import sys
+
+DATA = "/usr/share/libonnx-testdata/data"
+SUITES = ["node", "pytorch-converted", "pytorch-operator", "simple"]
+TIMEOUT = 60
+
+
+def op_types(model):
+    try:
+        import onnx
+        m = onnx.load(model, load_external_data=False)
+        ops = sorted({n.op_type for n in m.graph.node if n.op_type != "Constant"})
+        return ops or ["Constant"]
+    except Exception:  # noqa: BLE001 - a model the old onnx package cannot read
+        return ["?"]
+
+
+def run_case(bin_, suite, case):
+    d = os.path.join(DATA, suite, case)
+    try:
+        r = subprocess.run([bin_, "check", d, "--threads", "1"], capture_output=True, text=True, timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return "error", f"hang: no verdict within {TIMEOUT} s"
+    out = (r.stdout + r.stderr).strip().splitlines()
+    if r.returncode == 0 and out and out[-1] == "PASS":
+        return "pass", ""
+    if r.returncode == 1 and out and out[-1] == "FAIL":
+        first = next((l for l in out if "FAIL" in l), "numbers differ")
+        return "fail", first.strip()
+    if r.returncode == 3:
+        lines = [l.strip() for l in out if l.strip()]
+        why = lines[1] if len(lines) > 1 and lines[0].endswith(":") else (lines[0] if lines else "")
+        return "unsupported", why.replace(os.path.join(DATA, suite, case) + "//model.onnx: ", "")
+    if r.returncode < 0 or r.returncode > 128:
+        return "error", f"crash (signal {-r.returncode if r.returncode < 0 else r.returncode - 128})"
+    return "error", f"exit {r.returncode}: " + (out[0] if out else "no output")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("bin")
+    ap.add_argument("--suites", default=",".join(SUITES))
+    ap.add_argument("--expect")
+    ap.add_argument("--update")
+    ap.add_argument("--docs")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    a = ap.parse_args()
+    cases = [(s, c) for s in a.suites.split(",") for c in sorted(os.listdir(os.path.join(DATA, s)))]
+    with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
+        results = list(ex.map(lambda sc: run_case(a.bin, *sc), cases))
+    res = {f"{s}/{c}": r for (s, c), r in zip(cases, results)}
+
+    table = collections.defaultdict(collections.Counter)
+    for s in a.suites.split(","):
+        for k, (v, _) in res.items():
+            if k.startswith(s + "/"):
+                table[s][v] += 1
+    print("suite                 pass  fail  unsupported  error  total")
+    for s, cnt in table.items():
+        print(f"{s:20s} {cnt['pass']:5d} {cnt['fail']:5d} {cnt['unsupported']:12d} {cnt['error']:6d} {sum(cnt.values()):6d}")
+
+    bad = 0
+    if a.expect:
+        expected = [l.strip() for l in open(a.expect) if l.strip() and not l.startswith("#")]
+        for k in expected:
+            if k in res and res[k][0] != "pass":
+                print(f"REGRESSION: {k}: {res[k][0]}: {res[k][1]}")
+                bad += 1
+    for k, (v, why) in res.items():
+        if v == "error" and (why.startswith("crash") or why.startswith("hang")):
+            print(f"RUNNER FAILURE: {k}: {why}")
+            bad += 1
+    if a.update:
+        with open(a.update, "w") as f:
+            f.write("# cases that pass; a regression fails ctest (tests/conformance/run_conformance.py --update)\n")
+            for k, (v, _) in sorted(res.items()):
+                if v == "pass":
+                    f.write(k + "\n")
+    if a.docs:
+        write_docs(a.docs, res, table)
+    print(f"{sum(1 for v in res.values() if v[0] == 'pass')} passed, {bad} failed")
+    sys.exit(1 if bad else 0)
+
+
+def write_docs(path, res, table):
+    per_op = collections.defaultdict(lambda: [0, 0])
+    for k, (v, _) in res.items():
+        suite, case = k.split("/", 1)
+        if suite != "node":
+            continue
+        for op in op_types(os.path.join(DATA, suite, case, "model.onnx")):
+            per_op[op][1] += 1
+            per_op[op][0] += v == "pass"
+    L = ["# ONNX conformance", "",
+         "Generated by `tests/conformance/run_conformance.py --docs` (do not edit by hand) over Debian's "
+         "`libonnx-testdata` (ONNX 1.12 backend test data). Each case runs through the full pipeline "
+         "(load -> fold -> lower -> ggml CPU) and is compared with numpy's assert_allclose semantics, "
+         "rtol 1e-3, atol 1e-7, integers exact. Inputs that an operator needs as compile-time values "
+         "(Reshape's shape, Resize's scales, Slice's starts, ...) are frozen to the test set's values, as "
+         "`--freeze` does: onnx2ggml compiles static graphs.", "",
+         "| suite | pass | fail | unsupported | error | total |", "|---|---|---|---|---|---|"]
+    for s, c in table.items():
+        L.append(f"| {s} | {c['pass']} | {c['fail']} | {c['unsupported']} | {c['error']} | {sum(c.values())} |")
+    L += ["", "## Node cases per operator", "", "| operator | passed / total |", "|---|---|"]
+    for op in sorted(per_op):
+        p, t = per_op[op]
+        L.append(f"| {op} | {p} / {t} |")
+    L += ["", "## Every case that does not pass, with its reason", "", "| case | verdict | reason |", "|---|---|---|"]
+    for k, (v, why) in sorted(res.items()):
+        if v != "pass":
+            L.append(f"| {k} | {v} | {why.replace('|', '/')[:200]} |")
+    open(path, "w").write("\n".join(L) + "\n")
+
+
+if __name__ == "__main__":
+    main()
