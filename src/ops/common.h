@@ -25,6 +25,7 @@ inline void infer_same(OpCtx& c) { c.set_out(0, c.dtype(0), c.shape(0)); }
 // a transpose of any rank (a view up to rank 4).
 ggml_tensor* gather_axis(LowerCtx& c, ggml_tensor* x, const Shape& s, int axis, const std::vector<int64_t>& indices);
 ggml_tensor* transpose_any(LowerCtx& c, ggml_tensor* x, const Shape& s, const std::vector<int64_t>& perm);
+ggml_tensor* gather_flat(LowerCtx& c, ggml_tensor* x, const Shape& s, const std::vector<int64_t>& idx, const Shape& out);
 
 // Input i broadcast to the shape of output 0, contiguous: the operand of the custom
 // elementwise kernels (o2g_kernels.h), which take same-shape inputs.

@@ -89,6 +89,35 @@ void register_unary(Registry& r) {
           [](int64_t x) { return int64_t((x > 0) - (x < 0)); });
     unary(r, "Round", [](OpCtx&, double x) { return std::nearbyint(x); }, custom1(o2g::round_even));  // half to even
     unary(r, "Softsign", [](OpCtx&, double x) { return x / (1 + std::fabs(x)); }, custom1(o2g::softsign));
+    struct Trig { const char* op; double (*f)(double); ggml_custom1_op_t k; };
+    for (const Trig& t : {Trig{"Tan", std::tan, o2g::tan}, Trig{"Asin", std::asin, o2g::asin}, Trig{"Acos", std::acos, o2g::acos},
+                          Trig{"Atan", std::atan, o2g::atan}, Trig{"Sinh", std::sinh, o2g::sinh}, Trig{"Cosh", std::cosh, o2g::cosh},
+                          Trig{"Asinh", std::asinh, o2g::asinh}, Trig{"Acosh", std::acosh, o2g::acosh}, Trig{"Atanh", std::atanh, o2g::atanh}}) {
+        auto f = t.f;
+        unary(r, t.op, [f](OpCtx&, double x) { return f(x); }, custom1(t.k));
+    }
+    unary(r, "ThresholdedRelu", [](OpCtx& c, double x) { return x > c.af("alpha", 1.0f) ? x : 0.0; },
+          [](Lc& c, ggml_tensor* x) {  // x * (x > alpha)
+              ggml_tensor* a = c.repeat_to(c.scalar(c.af("alpha", 1.0f)), {x->ne[0], x->ne[1], x->ne[2], x->ne[3]});
+              return G(c.b, ggml_mul, x, G(c.b, ggml_map_custom2, x, c.cont(a), o2g::greater, GGML_N_TASKS_MAX, nullptr));
+          });
+    unary(r, "Shrink",
+          [](OpCtx& c, double x) {
+              double l = c.af("lambd", 0.5f), b = c.af("bias", 0.0f);
+              return x < -l ? x + b : (x > l ? x - b : 0.0);
+          },
+          [](Lc& c, ggml_tensor* x) {  // d = x - clamp(x, -l, l);  y = d + (l - b) * sign(d)
+              float l = c.af("lambd", 0.5f), b = c.af("bias", 0.0f);
+              ggml_tensor* d = G(c.b, ggml_sub, x, G(c.b, ggml_clamp, x, -l, l));
+              ggml_tensor* s = G(c.b, ggml_map_custom1, d, o2g::sign, GGML_N_TASKS_MAX, nullptr);
+              return G(c.b, ggml_add, d, G(c.b, ggml_scale, s, l - b));
+          });
+    unary(r, "Celu", [](OpCtx& c, double x) { double a = c.af("alpha", 1.0f); return std::max(0.0, x) + std::min(0.0, a * std::expm1(x / a)); },
+          [](Lc& c, ggml_tensor* x) {  // relu(x) + alpha * elu(min(x, 0) / alpha)
+              float a = c.af("alpha", 1.0f);
+              ggml_tensor* neg = G(c.b, ggml_scale, G(c.b, ggml_neg, G(c.b, ggml_relu, G(c.b, ggml_neg, x))), 1.0f / a);
+              return G(c.b, ggml_add, G(c.b, ggml_relu, x), G(c.b, ggml_scale, G(c.b, ggml_elu, neg), a));
+          });
     unary(r, "Mish", [](OpCtx&, double x) { return x * std::tanh(std::log1p(std::exp(x))); },
           [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_mul, x, G(c.b, ggml_tanh, G(c.b, ggml_softplus, x))); });
     unary(r, "Gelu",
@@ -373,7 +402,7 @@ void register_clip_cast(Registry& r) {
         OpDef d;
         d.op_type = "Cast";
         auto target = [](OpCtx& c) {
-            int64_t to = c.ai("to", 0);
+            int64_t to = c.node().op_type == "CastLike" ? int64_t(c.dtype(1)) : c.ai("to", 0);
             if (!dtype_known(int(to))) c.fail_unsupported("Cast to data type " + std::to_string(to) + " is not supported");
             return DType(to);
         };
@@ -385,7 +414,10 @@ void register_clip_cast(Registry& r) {
             if (!same_device_type) c.fail_unsupported(std::string("Cast from ") + dtype_name(from) + " to " + dtype_name(to) + " on the device is not supported");
             c.set(0, c.x(0));
         };
+        OpDef like = d;
+        like.op_type = "CastLike";
         r.add(std::move(d));
+        r.add(std::move(like));
     }
 }
 

@@ -436,7 +436,6 @@ void register_norm(Registry& r) {
             if (c.has_out(2)) c.set_out(2, DType::F32, red);
         };
         d.lower = [](Lc& c) {
-            if (c.has_out(1) || c.has_out(2)) c.fail_unsupported("LayerNormalization Mean/InvStdDev outputs");
             const Shape& s = c.shape(0);
             int rk = int(s.size());
             int a = c.axis(c.ai("axis", -1), rk);
@@ -448,6 +447,17 @@ void register_norm(Registry& r) {
             if (c.has(2)) y = c.binary(LowerCtx::Bin::Add, y, {p, q}, c.reshape(c.x(2), {shape_numel(c.shape(2))}), {shape_numel(c.shape(2))});
             if (shape_numel(c.shape(1)) != q) c.fail_unsupported("LayerNormalization with a broadcast scale");
             c.set(0, c.reshape(y, s));
+            if (c.has_out(1) || c.has_out(2)) {  // Mean and InvStdDev = 1 / sqrt(var + eps)
+                ggml_tensor* x2 = c.cont(c.reshape(c.x(0), {p, q}));
+                ggml_tensor* m = G(c.b, ggml_mean, x2);
+                c.set(1, c.reshape(m, c.out(1).shape));
+                if (c.has_out(2)) {
+                    ggml_tensor* var = G(c.b, ggml_mean, G(c.b, ggml_sqr, G(c.b, ggml_sub, x2, m)));
+                    ggml_tensor* sd = G(c.b, ggml_sqrt, G(c.b, ggml_scale_bias, var, 1.0f, c.af("epsilon", 1e-5f)));
+                    ggml_tensor* one = c.repeat_to(c.scalar(1.0f), {sd->ne[0], sd->ne[1], sd->ne[2], sd->ne[3]});
+                    c.set(2, c.reshape(G(c.b, ggml_div, one, sd), c.out(2).shape));
+                }
+            }
         };
         r.add(d);
     }

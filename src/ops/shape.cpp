@@ -7,6 +7,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "o2g_kernels.h"
 #include "ops/common.h"
 
 namespace onnx2ggml {
@@ -80,7 +81,23 @@ ggml_tensor* transpose_any(Lc& c, ggml_tensor* x, const Shape& s, const std::vec
         if (j > 0 && p2[j] == p2[j - 1] + 1) groups[group_of[p2[j - 1]]].push_back(int(p2[j])), group_of[p2[j]] = group_of[p2[j - 1]];
         else { groups.push_back({int(p2[j])}); group_of[p2[j]] = int(groups.size()) - 1; }
     }
-    if (groups.size() > 4) c.fail_unsupported("Transpose of rank " + std::to_string(r) + " cannot be folded to 4 ggml dims");
+    if (groups.size() > 4) {
+        // the outermost dim stays outermost: transpose each slice along it and stack the results
+        if (p2.empty() || p2[0] != 0 || s2.size() < 5)
+            c.fail_unsupported("Transpose of rank " + std::to_string(r) + " cannot be folded to 4 ggml dims");
+        Shape inner(s2.begin() + 1, s2.end());
+        std::vector<int64_t> pin;
+        for (size_t j = 1; j < p2.size(); ++j) pin.push_back(p2[j] - 1);
+        ggml_tensor* xc = c.cont(c.reshape(x, s2));
+        int64_t n = shape_numel(inner);
+        ggml_tensor* acc = nullptr;
+        for (int64_t i = 0; i < s2[0]; ++i) {
+            ggml_tensor* sl = G(c.b, ggml_view_1d, xc, n, size_t(i * n) * ggml_element_size(xc));
+            ggml_tensor* t = c.cont(transpose_any(c, sl, inner, pin));
+            acc = acc ? G(c.b, ggml_concat, acc, t, 3) : t;
+        }
+        return c.reshape(acc, out);
+    }
     // input shape of the merged groups in input order
     std::vector<int> gorder(groups.size());
     std::iota(gorder.begin(), gorder.end(), 0);
@@ -99,7 +116,88 @@ ggml_tensor* transpose_any(Lc& c, ggml_tensor* x, const Shape& s, const std::vec
     return c.reshape(c.cont(t), out);
 }
 
+// Gathers single elements: out (shape `out`) [e] = x_flat[idx[e]] (indices known at compile time).
+ggml_tensor* gather_flat(Lc& c, ggml_tensor* x, const Shape& s, const std::vector<int64_t>& idx, const Shape& out) {
+    x = c.reshape(x, {shape_numel(s), 1});
+    Tensor it = Tensor::zeros(DType::I32, {int64_t(idx.size())});
+    for (size_t k = 0; k < idx.size(); ++k) it.seti(int64_t(k), idx[k]);
+    return c.reshape(G(c.b, ggml_get_rows, x, c.constant(it, GGML_TYPE_I32)), out);
+}
+
 namespace {
+
+// flat source index of every output element of GatherElements / GatherND
+std::vector<int64_t> gather_elements_index(OpCtx& c) {
+    const Shape& s = c.shape(0);
+    const Shape& is = c.shape(1);
+    int a = c.axis(c.ai("axis", 0), int(s.size()));
+    auto idx = c.cints(1);
+    auto st = strides_of(s);
+    std::vector<int64_t> r(idx.size());
+    std::vector<int64_t> pos(is.size(), 0);
+    for (size_t e = 0; e < idx.size(); ++e) {
+        int64_t v = idx[e];
+        if (v < -s[a] || v >= s[a]) c.fail("index " + std::to_string(v) + " out of range");
+        if (v < 0) v += s[a];
+        int64_t f = 0;
+        for (size_t k = 0; k < is.size(); ++k) f += (int(k) == a ? v : pos[k]) * st[k];
+        r[e] = f;
+        for (int k = int(is.size()) - 1; k >= 0; --k) { if (++pos[k] < is[k]) break; pos[k] = 0; }
+    }
+    return r;
+}
+
+Shape gather_nd_shape(OpCtx& c) {
+    const Shape& s = c.shape(0);
+    const Shape& is = c.shape(1);
+    int64_t b = c.ai("batch_dims", 0), k = is.back();
+    if (is.empty() || k > int64_t(s.size()) - b) c.fail("indices last dim too large");
+    Shape o(is.begin(), is.end() - 1);
+    o.insert(o.end(), s.begin() + b + k, s.end());
+    return o;
+}
+
+std::vector<int64_t> gather_nd_index(OpCtx& c) {
+    const Shape& s = c.shape(0);
+    const Shape& is = c.shape(1);
+    int64_t b = c.ai("batch_dims", 0), k = is.back();
+    auto idx = c.cints(1);
+    auto st = strides_of(s);
+    int64_t inner = 1;
+    for (size_t i = size_t(b + k); i < s.size(); ++i) inner *= s[i];
+    int64_t nidx = shape_numel(is) / std::max<int64_t>(k, 1), per_batch = 1;
+    for (int64_t i = b; i < int64_t(is.size()) - 1; ++i) per_batch *= is[i];
+    std::vector<int64_t> r;
+    for (int64_t q = 0; q < nidx; ++q) {
+        int64_t batch = q / std::max<int64_t>(per_batch, 1), f = 0, rem = batch;
+        for (int64_t i = b - 1; i >= 0; --i) { f += (rem % s[i]) * st[i]; rem /= s[i]; }
+        for (int64_t j = 0; j < k; ++j) {
+            int64_t v = idx[q * k + j], d = s[b + j];
+            if (v < -d || v >= d) c.fail("index " + std::to_string(v) + " out of range");
+            f += (v < 0 ? v + d : v) * st[b + j];
+        }
+        for (int64_t e = 0; e < inner; ++e) r.push_back(f + e);
+    }
+    return r;
+}
+
+Tensor gather_host(OpCtx& c, const std::vector<int64_t>& idx, const Shape& out) {
+    const Tensor& x = c.cval(0);
+    Tensor t = Tensor::zeros(x.dtype, out);
+    size_t es = dtype_size(x.dtype);
+    for (size_t e = 0; e < idx.size(); ++e) std::memcpy(t.data() + e * es, x.data() + size_t(idx[e]) * es, es);
+    return t;
+}
+
+Tensor trilu_mask(OpCtx& c) {
+    const Shape& s = c.shape(0);
+    int64_t n = s[s.size() - 2], m = s.back(), k = c.has(1) ? c.cval(1).geti(0) : 0;
+    bool upper = c.ai("upper", 1) != 0;
+    Tensor t = Tensor::zeros(DType::F32, {n, m});
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < m; ++j) t.ptr<float>()[i * m + j] = float(upper ? (j - i >= k) : (j - i <= k));
+    return t;
+}
 
 // ---- shape rules shared by host and device ----------------------------------------------
 
@@ -780,6 +878,161 @@ void register_shape_ops(Registry& r) {
                 }
             }
             c.set(0, x);
+        };
+        reg(r, d);
+    }
+    {
+        OpDef d;
+        d.op_type = "GatherElements";
+        d.host_inputs = {1};
+        d.infer = [](OpCtx& c) {
+            if (c.rank(1) != c.rank(0)) c.fail("indices must have the rank of the data");
+            c.set_out(0, c.dtype(0), c.shape(1));
+        };
+        d.eval = [](OpCtx& c) { c.set_const(0, gather_host(c, gather_elements_index(c), c.shape(1))); };
+        d.lower = [](Lc& c) {
+            require_float(c, 0);
+            c.set(0, gather_flat(c, c.x(0), c.shape(0), gather_elements_index(c), c.shape(1)));
+        };
+        reg(r, d);
+    }
+    {
+        OpDef d;
+        d.op_type = "GatherND";
+        d.host_inputs = {1};
+        d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(0), gather_nd_shape(c)); };
+        d.eval = [](OpCtx& c) { c.set_const(0, gather_host(c, gather_nd_index(c), gather_nd_shape(c))); };
+        d.lower = [](Lc& c) {
+            require_float(c, 0);
+            c.set(0, gather_flat(c, c.x(0), c.shape(0), gather_nd_index(c), gather_nd_shape(c)));
+        };
+        reg(r, d);
+    }
+    {
+        OpDef d;
+        d.op_type = "EyeLike";
+        d.shape_only = true;
+        auto dt = [](OpCtx& c) { return c.has_attr("dtype") ? DType(c.ai("dtype", 1)) : c.dtype(0); };
+        d.infer = [dt](OpCtx& c) {
+            if (c.rank(0) != 2) c.fail("EyeLike input must be 2-D");
+            if (!dtype_known(int(dt(c)))) c.fail_unsupported("EyeLike dtype");
+            c.set_out(0, dt(c), c.shape(0));
+        };
+        d.eval = [dt](OpCtx& c) {
+            Tensor t = Tensor::zeros(dt(c), c.shape(0));
+            int64_t n = c.shape(0)[0], m = c.shape(0)[1], k = c.ai("k", 0);
+            for (int64_t i = 0; i < n; ++i)
+                if (i + k >= 0 && i + k < m) t.seti(i * m + i + k, 1);
+            c.set_const(0, t);
+        };
+        reg(r, d);
+    }
+    {
+        OpDef d;
+        d.op_type = "Trilu";
+        d.host_inputs = {1};
+        d.infer = [](OpCtx& c) {
+            if (c.rank(0) < 2) c.fail("Trilu input must have rank >= 2");
+            infer_same(c);
+        };
+        d.eval = [](OpCtx& c) {
+            Tensor m = trilu_mask(c);
+            const Tensor& x = c.cval(0);
+            Tensor t = Tensor::zeros(x.dtype, x.shape);
+            size_t es = dtype_size(x.dtype);
+            int64_t mn = m.numel();
+            for (int64_t e = 0; e < x.numel(); ++e)
+                if (m.ptr<float>()[e % mn] != 0) std::memcpy(t.data() + e * es, x.data() + e * es, es);
+            c.set_const(0, t);
+        };
+        d.lower = [](Lc& c) {  // where(mask, x, 0): exact even for inf/nan
+            require_float(c, 0);
+            if (c.rank(0) > 4) c.fail_unsupported("Trilu of a rank > 4 tensor");
+            auto ne = to_ne(c.shape(0));
+            ggml_tensor* x = c.cont(c.x(0));
+            ggml_tensor* mask = c.cont(c.repeat_to(c.constant(trilu_mask(c)), ne));
+            ggml_tensor* zero = c.cont(c.repeat_to(c.scalar(0.0f), ne));
+            c.set(0, G(c.b, ggml_map_custom3, mask, x, zero, o2g::where, GGML_N_TASKS_MAX, nullptr));
+        };
+        reg(r, d);
+    }
+    for (const char* w : {"HannWindow", "HammingWindow", "BlackmanWindow"}) {
+        OpDef d;
+        d.op_type = w;
+        d.host_inputs = {0};
+        auto dt = [](OpCtx& c) { return DType(c.ai("output_datatype", 1)); };
+        d.infer = [dt](OpCtx& c) { c.set_out(0, dt(c), {c.cval(0).geti(0)}); };
+        d.eval = [dt](OpCtx& c) {
+            int64_t n = c.cval(0).geti(0);
+            double den = c.ai("periodic", 1) ? double(n) : double(n - 1);
+            std::string op = c.node().op_type;
+            Tensor t = Tensor::zeros(dt(c), {n});
+            for (int64_t i = 0; i < n; ++i) {
+                double x = 2 * M_PI * double(i) / den, v;
+                if (op == "HannWindow") v = 0.5 - 0.5 * std::cos(x);
+                else if (op == "HammingWindow") v = 25.0 / 46.0 - 21.0 / 46.0 * std::cos(x);
+                else v = 0.42 - 0.5 * std::cos(x) + 0.08 * std::cos(2 * x);
+                t.setf(i, v);
+            }
+            c.set_const(0, t);
+        };
+        reg(r, d);
+    }
+    {
+        OpDef d;
+        d.op_type = "CumSum";
+        d.host_inputs = {1};
+        d.infer = infer_same;
+        d.eval = [](OpCtx& c) {
+            const Shape& s = c.shape(0);
+            int a = c.axis(c.cval(1).geti(0), int(s.size()));
+            bool excl = c.ai("exclusive", 0) != 0, rev = c.ai("reverse", 0) != 0;
+            const Tensor& x = c.cval(0);
+            Tensor t = Tensor::zeros(x.dtype, s);
+            int64_t inner = 1, outer = 1;
+            for (size_t i = a + 1; i < s.size(); ++i) inner *= s[i];
+            for (int i = 0; i < a; ++i) outer *= s[i];
+            bool flt = dtype_is_float(x.dtype);
+            for (int64_t o = 0; o < outer; ++o)
+                for (int64_t in = 0; in < inner; ++in) {
+                    double acc = 0;
+                    int64_t iacc = 0;
+                    for (int64_t q = 0; q < s[a]; ++q) {
+                        int64_t k = rev ? s[a] - 1 - q : q;
+                        int64_t e = (o * s[a] + k) * inner + in;
+                        if (excl) { flt ? t.setf(e, acc) : t.seti(e, iacc); }
+                        acc += x.getf(e);
+                        iacc += x.geti(e);
+                        if (!excl) { flt ? t.setf(e, acc) : t.seti(e, iacc); }
+                    }
+                }
+            c.set_const(0, t);
+        };
+        d.lower = [](Lc& c) {
+            require_float(c, 0);
+            const Shape& s = c.shape(0);
+            int rk = int(s.size());
+            int a = c.axis(c.cval(1).geti(0), rk);
+            bool excl = c.ai("exclusive", 0) != 0, rev = c.ai("reverse", 0) != 0;
+            std::vector<int64_t> perm;
+            for (int i = 0; i < rk; ++i) if (i != a) perm.push_back(i);
+            perm.push_back(a);
+            Shape ps;
+            for (auto v : perm) ps.push_back(s[v]);
+            ggml_tensor* x = c.cont(transpose_any(c, c.x(0), s, perm));
+            int64_t n = s[a];
+            std::vector<int64_t> flip;
+            for (int64_t k = n - 1; k >= 0; --k) flip.push_back(k);
+            if (rev) x = c.cont(gather_axis(c, x, ps, rk - 1, flip));
+            if (excl) {  // shift right by one: a zero first, the last element dropped
+                x = G(c.b, ggml_pad_ext, x, 1, 0, 0, 0, 0, 0, 0, 0);
+                x = c.cont(c.slice(x, 0, 0, n));
+            }
+            ggml_tensor* y = G(c.b, ggml_cumsum, x);
+            if (rev) y = gather_axis(c, y, ps, rk - 1, flip);
+            std::vector<int64_t> inv(rk);
+            for (int i = 0; i < rk; ++i) inv[perm[i]] = i;
+            c.set(0, transpose_any(c, c.cont(y), ps, inv));
         };
         reg(r, d);
     }
