@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "onnx/loader.h"
@@ -336,11 +337,30 @@ int cmd_check(const Args& a) {
                 }
                 if (bad.empty()) break;
                 bool progress = false;
-                for (auto& u : bad)
-                    if (!u.needs_constant.empty() && values.count(u.needs_constant) && !opts.frozen_inputs.count(u.needs_constant)) {
-                        opts.frozen_inputs[u.needs_constant] = values[u.needs_constant];
-                        progress = true;
+                auto freeze = [&](const std::string& n) {
+                    if (!values.count(n) || opts.frozen_inputs.count(n)) return;
+                    opts.frozen_inputs[n] = values[n];
+                    progress = true;
+                };
+                for (auto& u : bad) {
+                    if (u.needs_constant.empty()) continue;
+                    if (values.count(u.needs_constant)) { freeze(u.needs_constant); continue; }
+                    // computed from graph inputs: freeze the integer ones it depends on (indices,
+                    // shapes), never float data
+                    std::vector<int> stack = {g.find(u.needs_constant)};
+                    std::set<int> seen;
+                    while (!stack.empty()) {
+                        int v = stack.back();
+                        stack.pop_back();
+                        if (v < 0 || !seen.insert(v).second) continue;
+                        const Value& val = g.values[v];
+                        if (val.producer < 0) {
+                            if (!dtype_is_float(val.dtype)) freeze(val.name);
+                            continue;
+                        }
+                        for (int in : g.nodes[val.producer].inputs) stack.push_back(in);
                     }
+                }
                 if (!progress || attempt > 8) throw_unsupported(g, bad);
             }
             if (!opts.frozen_inputs.empty()) {
