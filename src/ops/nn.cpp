@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "o2g_kernels.h"
 #include "ops/common.h"
 
 namespace onnx2ggml {
@@ -618,6 +619,81 @@ void register_softmax_misc(Registry& r) {
         d.lower = [logsm](Lc& c) {
             int a = c.axis(c.ai("axis", c.opset() < 13 ? 1 : -1), c.rank(0));
             c.set(0, softmax_axis(c, c.x(0), c.shape(0), a, logsm, c.opset() < 13));
+        };
+        r.add(d);
+    }
+    {
+        OpDef d;
+        d.op_type = "Hardmax";
+        d.infer = infer_same;
+        d.lower = [](Lc& c) {
+            require_float(c, 0);
+            const Shape& s = c.shape(0);
+            int rk = int(s.size());
+            int a = c.axis(c.ai("axis", c.opset() < 13 ? 1 : -1), rk);
+            if (c.opset() < 13) {  // coerced to 2-D at the axis
+                int64_t p = 1, q = 1;
+                for (int i = 0; i < rk; ++i) (i < a ? p : q) *= s[i];
+                ggml_tensor* y = G(c.b, ggml_map_custom1, c.cont(c.reshape(c.x(0), {p, q})), o2g::hardmax_rows, GGML_N_TASKS_MAX, nullptr);
+                c.set(0, c.reshape(y, s));
+                return;
+            }
+            std::vector<int64_t> perm;
+            for (int i = 0; i < rk; ++i) if (i != a) perm.push_back(i);
+            perm.push_back(a);
+            Shape ps;
+            for (auto v : perm) ps.push_back(s[v]);
+            ggml_tensor* y = G(c.b, ggml_map_custom1, c.cont(transpose_any(c, c.x(0), s, perm)), o2g::hardmax_rows, GGML_N_TASKS_MAX, nullptr);
+            std::vector<int64_t> inv(rk);
+            for (int i = 0; i < rk; ++i) inv[perm[i]] = i;
+            c.set(0, transpose_any(c, y, ps, inv));
+        };
+        r.add(d);
+    }
+    {
+        OpDef d;
+        d.op_type = "MeanVarianceNormalization";
+        d.infer = infer_same;
+        d.lower = [](Lc& c) {  // (x - mean) / sqrt(var) over `axes`, with ggml_norm's epsilon 1e-9
+            require_float(c, 0);
+            const Shape& s = c.shape(0);
+            int rk = int(s.size());
+            std::vector<bool> red(rk, false);
+            for (auto a : c.ais("axes", {0, 2, 3})) red[c.axis(a, rk)] = true;
+            std::vector<int64_t> perm;
+            int64_t rows = 1, n = 1;
+            for (int i = 0; i < rk; ++i) if (!red[i]) { perm.push_back(i); rows *= s[i]; }
+            for (int i = 0; i < rk; ++i) if (red[i]) { perm.push_back(i); n *= s[i]; }
+            Shape ps;
+            for (auto v : perm) ps.push_back(s[v]);
+            ggml_tensor* x = c.reshape(c.cont(transpose_any(c, c.x(0), s, perm)), {rows, n});
+            ggml_tensor* y = c.reshape(G(c.b, ggml_norm, x, 1e-9f), ps);
+            std::vector<int64_t> inv(rk);
+            for (int i = 0; i < rk; ++i) inv[perm[i]] = i;
+            c.set(0, transpose_any(c, y, ps, inv));
+        };
+        r.add(d);
+    }
+    {
+        OpDef d;
+        d.op_type = "LRN";
+        d.infer = infer_same;
+        d.lower = [](Lc& c) {  // x / (bias + alpha/size * sum over a channel window of x^2)^beta
+            require_float(c, 0);
+            const Shape& s = c.shape(0);
+            if (s.size() != 4) c.fail_unsupported("LRN of a non 4-D tensor");
+            int64_t size = c.ai("size", 0);
+            float alpha = c.af("alpha", 1e-4f), beta = c.af("beta", 0.75f), bias = c.af("bias", 1.0f);
+            int lo = int((size - 1) / 2), hi = int(size - 1 - (size - 1) / 2);
+            // channels innermost, zero-padded, summed by an average pool over the window
+            ggml_tensor* sq = G(c.b, ggml_sqr, c.cont(c.x(0)));
+            ggml_tensor* t = c.cont(c.permute(sq, {0, 2, 3, 1}));  // [N, H, W, C]
+            t = G(c.b, ggml_pad_ext, t, lo, hi, 0, 0, 0, 0, 0, 0);
+            ggml_tensor* sum = G(c.b, ggml_pool_1d, t, GGML_OP_POOL_AVG, int(size), 1, 0);  // mean over the window
+            ggml_tensor* den = G(c.b, ggml_scale_bias, sum, alpha, bias);  // alpha/size * sum = alpha * mean
+            ggml_tensor* p = G(c.b, ggml_exp, G(c.b, ggml_scale, G(c.b, ggml_log, den), beta));
+            ggml_tensor* back = c.cont(c.permute(p, {0, 3, 1, 2}));
+            c.set(0, G(c.b, ggml_div, c.cont(c.x(0)), back));
         };
         r.add(d);
     }

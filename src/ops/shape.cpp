@@ -1036,6 +1036,89 @@ void register_shape_ops(Registry& r) {
         };
         reg(r, d);
     }
+    {
+        OpDef d;
+        d.op_type = "Compress";
+        d.host_inputs = {1};
+        auto plan = [](OpCtx& c, int& axis, std::vector<int64_t>& keep, Shape& out) {
+            auto cond = c.cints(1);
+            bool has_axis = c.has_attr("axis");
+            Shape s = c.shape(0);
+            axis = has_axis ? c.axis(c.ai("axis", 0), int(s.size())) : 0;
+            int64_t dim = has_axis ? s[axis] : shape_numel(s);
+            for (int64_t k = 0; k < std::min<int64_t>(dim, int64_t(cond.size())); ++k)
+                if (cond[k]) keep.push_back(k);
+            if (has_axis) { out = s; out[axis] = int64_t(keep.size()); }
+            else out = {int64_t(keep.size())};
+        };
+        d.infer = [plan](OpCtx& c) { int a; std::vector<int64_t> k; Shape o; plan(c, a, k, o); c.set_out(0, c.dtype(0), o); };
+        d.lower = [plan](Lc& c) {
+            require_float(c, 0);
+            int a;
+            std::vector<int64_t> keep;
+            Shape o;
+            plan(c, a, keep, o);
+            if (c.has_attr("axis")) c.set(0, gather_axis(c, c.x(0), c.shape(0), a, keep));
+            else c.set(0, gather_flat(c, c.x(0), c.shape(0), keep, o));
+        };
+        reg(r, d);
+    }
+    {
+        OpDef d;
+        d.op_type = "ReverseSequence";
+        d.host_inputs = {1};
+        d.infer = infer_same;
+        d.lower = [](Lc& c) {  // a gather of single elements with host-computed indices
+            require_float(c, 0);
+            const Shape& s = c.shape(0);
+            int bax = int(c.ai("batch_axis", 1)), tax = int(c.ai("time_axis", 0));
+            auto lens = c.cints(1);
+            auto st = strides_of(s);
+            std::vector<int64_t> idx(size_t(shape_numel(s)));
+            std::vector<int64_t> pos(s.size(), 0);
+            for (size_t e = 0; e < idx.size(); ++e) {
+                std::vector<int64_t> q = pos;
+                int64_t L = lens.at(size_t(pos[bax]));
+                if (pos[tax] < L) q[tax] = L - 1 - pos[tax];
+                idx[e] = flat(q, st);
+                for (int k = int(s.size()) - 1; k >= 0; --k) { if (++pos[k] < s[k]) break; pos[k] = 0; }
+            }
+            c.set(0, gather_flat(c, c.x(0), s, idx, s));
+        };
+        reg(r, d);
+    }
+    {
+        OpDef d;
+        d.op_type = "OneHot";
+        d.host_inputs = {0, 1, 2};
+        auto out_shape = [](OpCtx& c) {
+            Shape o = c.shape(0);
+            int a = int(c.ai("axis", -1));
+            int64_t depth = int64_t(c.cval(1).getf(0));
+            if (a < 0) a += int(o.size()) + 1;
+            o.insert(o.begin() + a, depth);
+            return o;
+        };
+        d.infer = [out_shape](OpCtx& c) { c.set_out(0, c.dtype(2), out_shape(c)); };
+        d.eval = [out_shape](OpCtx& c) {
+            Shape o = out_shape(c);
+            int a = int(c.ai("axis", -1));
+            if (a < 0) a += int(o.size());
+            int64_t depth = o[a];
+            auto idx = c.cval(0).to_i64();
+            const Tensor& vals = c.cval(2);
+            Tensor t = Tensor::zeros(vals.dtype, o);
+            int64_t inner = 1;
+            for (size_t i = a + 1; i < o.size(); ++i) inner *= o[i];
+            for (int64_t e = 0; e < t.numel(); ++e) {
+                int64_t k = (e / inner) % depth, src = (e / (inner * depth)) * inner + e % inner;
+                int64_t v = idx[src] < 0 ? idx[src] + depth : idx[src];
+                t.setf(e, vals.getf(v == k ? 1 : 0));
+            }
+            c.set_const(0, t);
+        };
+        reg(r, d);
+    }
     // DepthToSpace / SpaceToDepth as reshape -> transpose -> reshape
     for (bool d2s : {true, false}) {
         OpDef d;

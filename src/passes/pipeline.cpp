@@ -118,7 +118,6 @@ void validate(Graph& g, std::vector<UnsupportedOp>* report) {
         const OpDef* def = reg.find(n.domain, n.op_type);
         std::string why, needs;
         if (!def) why = "operator not implemented";
-        else if (!def->lower) why = "this operator is only computed at compile time, and its inputs are not constant";
         else
             for (int hi : def->host_inputs)
                 if (c.has(hi) && !c.is_const(hi)) {
@@ -126,6 +125,7 @@ void validate(Graph& g, std::vector<UnsupportedOp>* report) {
                     why = "input " + std::to_string(hi) + " ('" + needs + "') must be a compile-time constant";
                     break;
                 }
+        if (why.empty() && def && !def->lower) why = "this operator is only computed at compile time, and its inputs are not constant";
         if (why.empty())
             for (int v : n.inputs)
                 if (v >= 0 && g.values[v].has_shape && shape_numel(g.values[v].shape) == 0 && !g.values[v].constant)

@@ -77,6 +77,20 @@ inline void where(ggml_tensor* dst, const ggml_tensor* c, const ggml_tensor* a, 
     for (int64_t i = i0; i < i1; ++i) d[i] = cc[i] != 0 ? x[i] : y[i];
 }
 
+// Hardmax along rows (dim 0): 1 at the first maximum of each row, 0 elsewhere.
+inline void hardmax_rows(ggml_tensor* dst, const ggml_tensor* a, int ith, int nth, void*) {
+    const int64_t n = dst->ne[0], rows = ggml_nelements(dst) / (n ? n : 1), chunk = (rows + nth - 1) / nth;
+    const int64_t r0 = chunk * ith, r1 = r0 + chunk < rows ? r0 + chunk : rows;
+    for (int64_t r = r0; r < r1; ++r) {
+        const float* x = static_cast<const float*>(a->data) + r * n;
+        float* d = static_cast<float*>(dst->data) + r * n;
+        int64_t best = 0;
+        for (int64_t i = 1; i < n; ++i)
+            if (x[i] > x[best]) best = i;
+        for (int64_t i = 0; i < n; ++i) d[i] = i == best ? 1.0f : 0.0f;
+    }
+}
+
 #undef O2G_UNARY
 #undef O2G_BINARY
 
