@@ -17,6 +17,7 @@
 #include "onnx/loader.h"
 #include "onnx2ggml/onnx2ggml.h"
 #include "ops/op.h"
+#include "util/limits.h"
 
 using namespace onnx2ggml;
 
@@ -32,7 +33,7 @@ const char* kUsage =
     "  check   TESTDIR   (an ONNX backend-test folder: model.onnx + test_data_set_*/)\n"
     "  bench   MODEL [--input ... | --random-inputs SEED] [--repeat N] [--warmup W] [--threads N] [--backend B]\n"
     "  ops     (list the supported ONNX operators)\n"
-    "common: --freeze NAME=FILE.npy (bind a graph input to a value at compile time), --no-optimize, --disable-pass NAME\n"
+    "common: --max-memory SIZE (e.g. 4G; default: physical memory), --freeze NAME=FILE.npy (bind a graph input to a value at compile time), --no-optimize, --disable-pass NAME\n"
     "exit codes: 0 ok, 1 numeric mismatch, 2 bad usage or input, 3 unsupported model, 4 internal error\n";
 
 struct Args {
@@ -91,6 +92,7 @@ Args parse(int argc, char** argv) {
         else if (s == "--warmup") a.warmup = std::max(0, int(num(next())));
         else if (s == "--rtol") a.rtol = num(next());
         else if (s == "--atol") a.atol = num(next());
+        else if (s == "--max-memory") set_memory_limit(parse_size(next()));
         else if (s == "--json") a.json = true;
         else if (s == "--ggml") a.ggml = true;
         else if (s == "--no-optimize") a.copts.optimize = false;

@@ -6,6 +6,7 @@
 
 #include "ggml.h"
 #include "util/error.h"
+#include "util/limits.h"
 
 namespace onnx2ggml {
 
@@ -61,6 +62,7 @@ Tensor Tensor::zeros(DType t, const Shape& s) {
     r.shape = s;
     int64_t n = shape_numel(s);
     if (n > (int64_t(1) << 40) / int64_t(dtype_size(t))) bad_input("tensor of shape " + shape_str(s) + " is too large");
+    check_memory(uint64_t(n) * dtype_size(t), "a tensor of shape " + shape_str(s));
     r.buf = std::make_shared<std::vector<uint8_t>>(size_t(n) * dtype_size(t));
     return r;
 }

@@ -18,6 +18,8 @@
 namespace onnx2ggml {
 namespace {
 
+constexpr int64_t kMaxOpset = 22;  // newest ai.onnx opset whose operator semantics are implemented
+
 std::string read_file(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
     if (!f) bad_input(path + ": cannot open file");
@@ -79,13 +81,15 @@ Tensor parse_tensor(const Ctx& c, const onnx::TensorProto& tp, const std::string
         std::string loc;
         int64_t offset = 0, length = -1;
         for (const auto& kv : tp.external_data()) {
-            try {
-                if (kv.key() == "location") loc = kv.value();
-                else if (kv.key() == "offset") offset = std::stoll(kv.value());
-                else if (kv.key() == "length") length = std::stoll(kv.value());
-            } catch (const std::exception&) {
-                err("external data entry '" + kv.key() + "' is not a number: '" + kv.value() + "'");
-            }
+            auto number = [&]() -> int64_t {
+                const std::string& v = kv.value();
+                if (v.empty() || v.size() > 18 || v.find_first_not_of("0123456789") != std::string::npos)
+                    err("external data entry '" + kv.key() + "' is not a number: '" + v + "'");
+                return std::stoll(v);
+            };
+            if (kv.key() == "location") loc = kv.value();
+            else if (kv.key() == "offset") offset = number();
+            else if (kv.key() == "length") length = number();
         }
         std::string path = confined_path(c, loc, tname);
         struct stat st;
@@ -103,39 +107,43 @@ Tensor parse_tensor(const Ctx& c, const onnx::TensorProto& tp, const std::string
         return t;
     }
 
-    Tensor t = Tensor::zeros(dt, shape);
     if (tp.has_raw_data()) {
         if (tp.raw_data().size() != want)
             err("raw_data holds " + std::to_string(tp.raw_data().size()) + " bytes but shape " + shape_str(shape) + " of " + dtype_name(dt) + " needs " + std::to_string(want));
+        Tensor t = Tensor::zeros(dt, shape);
         if (want) std::memcpy(t.data(), tp.raw_data().data(), want);
         return t;
     }
-    auto check_count = [&](int64_t got) {
-        if (got != n) err("holds " + std::to_string(got) + " values but shape " + shape_str(shape) + " needs " + std::to_string(n));
-    };
+    int64_t count = 0;
+    switch (dt) {
+        case DType::F32: count = tp.float_data_size(); break;
+        case DType::F64: count = tp.double_data_size(); break;
+        case DType::I64: count = tp.int64_data_size(); break;
+        case DType::U32: case DType::U64: count = tp.uint64_data_size(); break;
+        default: count = tp.int32_data_size(); break;
+    }
+    if (count != n) {
+        if (count == 0 && n > 0) err("has no data for shape " + shape_str(shape));
+        err("holds " + std::to_string(count) + " values but shape " + shape_str(shape) + " needs " + std::to_string(n));
+    }
+    Tensor t = Tensor::zeros(dt, shape);
     switch (dt) {
         case DType::F32:
-            check_count(tp.float_data_size());
             if (n) std::memcpy(t.data(), tp.float_data().data(), want);
             break;
         case DType::F64:
-            check_count(tp.double_data_size());
             if (n) std::memcpy(t.data(), tp.double_data().data(), want);
             break;
         case DType::I64:
-            check_count(tp.int64_data_size());
             if (n) std::memcpy(t.data(), tp.int64_data().data(), want);
             break;
         case DType::U32: case DType::U64:
-            check_count(tp.uint64_data_size());
             for (int64_t i = 0; i < n; ++i) t.seti(i, int64_t(tp.uint64_data(int(i))));
             break;
         case DType::F16: case DType::BF16:
-            check_count(tp.int32_data_size());
             for (int64_t i = 0; i < n; ++i) t.ptr<uint16_t>()[i] = uint16_t(tp.int32_data(int(i)));
             break;
         default:  // int32, int16, int8, uint8, uint16, bool
-            check_count(tp.int32_data_size());
             for (int64_t i = 0; i < n; ++i) t.seti(i, tp.int32_data(int(i)));
             break;
     }
@@ -195,6 +203,9 @@ Graph build(const Ctx& c, const onnx::ModelProto& m) {
         g.opsets[d] = op.version();
     }
     if (m.opset_import_size() == 0) g.opsets[""] = 1;  // IR v2 files without opset_import
+    if (g.opsets.count("") && g.opsets[""] > kMaxOpset)
+        unsupported(c.file + ": ai.onnx opset " + std::to_string(g.opsets[""]) + " is newer than onnx2ggml supports (up to " +
+                    std::to_string(kMaxOpset) + ")");
     if (!m.has_graph()) bad_input(c.file + ": the model has no graph");
     const auto& gp = m.graph();
     g.name = gp.name();
@@ -339,6 +350,8 @@ Graph load_onnx(const std::string& path) {
     struct stat st;
     if (stat(path.c_str(), &st) != 0) bad_input(path + ": no such file");
     if (!S_ISREG(st.st_mode)) bad_input(path + ": not a regular file");
+    if (st.st_size >= INT_MAX)
+        bad_input(path + ": file is over 2 GB; protobuf cannot hold it: store the weights as external data");
     return load_onnx_from_bytes(read_file(path), path, dir_of(path));
 }
 

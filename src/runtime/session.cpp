@@ -2,11 +2,13 @@
 
 #include <strings.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
 #include "ggml-alloc.h"
 #include "util/error.h"
+#include "util/limits.h"
 
 namespace onnx2ggml {
 
@@ -52,6 +54,7 @@ Session::Session(Graph& g, const SessionOptions& opts) : g_(g) {
     // weights: one buffer on the backend, uploaded once; the host copies are dropped
     size_t wbytes = 0;
     for (auto& w : bg_->b->weights) wbytes += ggml_nbytes(w.t);
+    check_memory(wbytes, g.path + ": the weights");
     if (wbytes > 0) {
         wbuf_ = ggml_backend_alloc_ctx_tensors(bg_->wctx, backend_);
         if (!wbuf_) fail(kExitInternal, "cannot allocate the weight buffer on " + backend_name());
@@ -62,6 +65,19 @@ Session::Session(Graph& g, const SessionOptions& opts) : g_(g) {
     }
     ggml_backend_t backends[2] = {backend_, cpu_};
     sched_ = ggml_backend_sched_new(backends, nullptr, cpu_ ? 2 : 1, bg_->graph_size, false, true);
+    // the largest single tensor is a lower bound of the compute memory: check it before reserving
+    size_t largest = 0;
+    for (int i = 0; i < ggml_graph_n_nodes(bg_->gf); ++i) {
+        ggml_tensor* t = ggml_graph_node(bg_->gf, i);
+        if (!t->view_src) largest = std::max(largest, ggml_nbytes(t));
+    }
+    check_memory(wbytes + largest, g.path + ": the weights and the largest intermediate tensor");
+    if (!ggml_backend_sched_reserve(sched_, bg_->gf))
+        bad_input(g.path + ": cannot allocate the compute buffers (out of memory)");
+    size_t cbytes = 0;
+    for (ggml_backend_t be : backends)
+        if (be) cbytes += ggml_backend_sched_get_buffer_size(sched_, be);
+    check_memory(wbytes + cbytes, g.path + ": the weights and compute buffers");
     if (!ggml_backend_sched_alloc_graph(sched_, bg_->gf)) fail(kExitInternal, "cannot allocate the compute graph");
 }
 

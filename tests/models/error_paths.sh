@@ -14,7 +14,7 @@ expect() {  # expect CODE PATTERN -- command...
 "${PYTHON:-/usr/bin/python3}" "$(dirname "$0")/make_bad_models.py" "$dir" >/dev/null
 "${PYTHON:-/usr/bin/python3}" -c "import numpy as np; np.save('$dir/x14.npy', np.ones((1,4), np.float32)); np.save('$dir/x24.npy', np.ones((2,4), np.float32)); np.save('$dir/x14d.npy', np.ones((1,4), np.float64))"
 expect 3 "fancy_node.*FancyOp, opset 1" -- "$bin" run "$dir/unsupported.onnx" --random-inputs 0 --output-dir "$dir"
-expect 3 "hardmax_node.*Hardmax, opset 17" -- "$bin" run "$dir/unsupported.onnx" --random-inputs 0 --output-dir "$dir"
+expect 3 "unique_node.*Unique, opset 17" -- "$bin" run "$dir/unsupported.onnx" --random-inputs 0 --output-dir "$dir"
 expect 3 "2 unsupported nodes" -- "$bin" compile "$dir/unsupported.onnx" -o "$dir/gen"
 expect 3 "unsupported \(2\)" -- "$bin" inspect "$dir/unsupported.onnx"
 expect 2 "input 'x' has a dynamic dim 0 \('batch'\)" -- "$bin" run "$dir/dynamic.onnx" --random-inputs 0 --output-dir "$dir"

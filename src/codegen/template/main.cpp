@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
         auto next = [&]() -> std::string { if (i + 1 >= argc) die("missing value after " + a); return argv[++i]; };
         if (a == "--input") {
             std::string v = next();
-            auto eq = v.find('=');
+            auto eq = v.rfind('=');  // names may contain '='; file paths rarely do
             if (eq == std::string::npos) die("--input expects NAME=FILE.npy");
             input_files[v.substr(0, eq)] = v.substr(eq + 1);
         } else if (a == "--output-dir") out_dir = next();

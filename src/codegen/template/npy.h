@@ -92,6 +92,12 @@ inline std::string read(const std::string& path, Array& a) {
         a.shape.push_back(d);
     }
     size_t want = size_t(n) * item_size(a.descr);
+    std::streampos here = f.tellg();
+    f.seekg(0, std::ios::end);
+    std::streamoff left = f.tellg() - here;
+    f.seekg(here);
+    if (std::streamoff(want) > left)
+        return "truncated data: the header declares " + std::to_string(want) + " bytes, the file holds " + std::to_string(left);
     a.data.resize(want);
     if (want && !f.read(reinterpret_cast<char*>(a.data.data()), std::streamsize(want)))
         return "truncated data: expected " + std::to_string(want) + " bytes";

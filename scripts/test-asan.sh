@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The sanitizer run: builds onnx2ggml and the unit tests with ASan+UBSan (CMake preset
+# `asan`, ggml included) and runs the unit tests, the robustness corpus, a subset of the
+# conformance suite and the example model under them. Any sanitizer report fails the run.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+cmake --preset asan >build-asan.configure.log 2>&1 || { cat build-asan.configure.log; exit 1; }
+cmake --build build-asan -j "$(nproc)" --target onnx2ggml unit_tests
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+./build-asan/tests/unit_tests
+/usr/bin/python3 tests/robustness/robustness.py build-asan/onnx2ggml build-asan/robustness-work | tail -1
+/usr/bin/python3 tests/conformance/run_conformance.py build-asan/onnx2ggml --suites simple,pytorch-operator,pytorch-converted \
+  --expect tests/conformance/expected_pass.txt | tail -2
+ex=examples/tinycnn
+./build-asan/onnx2ggml check "$ex/model.onnx" --input "input=$ex/input.npy" --expect "output=$ex/expected.npy" --atol 1e-5
+echo "asan: clean"

@@ -1,0 +1,296 @@
+#!/usr/bin/env python3
+"""Hand-made malformed inputs: each case is built here (onnx.helper and raw protobuf edits),
+run through the CLI, and must end with its exact exit code and a message naming the problem.
+Never a crash, a GGML_ASSERT abort, or an allocation of absurd size.
+
+usage: robustness.py ONNX2GGML WORKDIR      (prints one line per case and 'N passed, M failed')
+"""
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+BIN, WORK = sys.argv[1], sys.argv[2]
+os.makedirs(WORK, exist_ok=True)
+CASES = []  # (name, argv, exit code, regex)
+
+
+def path(name):
+    return os.path.join(WORK, name)
+
+
+def case(name, args, code, pattern):
+    CASES.append((name, [BIN] + args, code, pattern))
+
+
+def save(name, model, raw=None):
+    p = path(name)
+    with open(p, "wb") as f:
+        f.write(raw if raw is not None else model.SerializeToString())
+    return p
+
+
+def vi(name, dims, t=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, t, dims)
+
+
+def model(nodes, inputs, outputs, inits=(), opset=17, domains=()):
+    g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits))
+    ops = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, 1) for d in domains]
+    return helper.make_model(g, opset_imports=ops)
+
+
+def relu_model():
+    return model([helper.make_node("Relu", ["x"], ["y"], name="relu0")], [vi("x", [1, 4])], [vi("y", [1, 4])])
+
+
+def add_init_model(t):
+    return model([helper.make_node("Add", ["x", "w"], ["y"], name="add0")], [vi("x", [2, 3])], [vi("y", None)], [t])
+
+
+def w(dims, vals=None):
+    a = np.ones(dims, np.float32) if vals is None else np.array(vals, np.float32).reshape(dims)
+    return numpy_helper.from_array(a, "w")
+
+
+def run(p, *extra):
+    return ["run", p, "--random-inputs", "0", "--output-dir", WORK] + list(extra)
+
+
+# ---- files that are not (whole) ONNX models ---------------------------------------------
+case("empty file", ["inspect", save("empty.onnx", None, b"")], 2, r"empty\.onnx: file is empty")
+case("text file", ["inspect", save("text.onnx", None, b"hello, I am not a model\n")], 2, r"text\.onnx: not a valid ONNX model")
+case("npy as model", ["inspect", save("arr.onnx", None, b"\x93NUMPY\x01\x00v\x00{'descr': '<f4'}")], 2, r"arr\.onnx: not a valid ONNX model")
+case("a folder", ["inspect", WORK], 2, r"not a regular file")
+case("missing file", ["inspect", path("missing.onnx")], 2, r"missing\.onnx: no such file")
+big = path("big.onnx")
+with open(big, "wb") as f:
+    f.truncate(2**31 + 16)  # sparse: no disk used
+case("over 2 GB without external data", ["inspect", big], 2, r"over 2 GB.*external data")
+full = relu_model().SerializeToString()
+for i, frac in enumerate([0.1, 0.3, 0.5, 0.7, 0.9]):
+    n = max(1, int(len(full) * frac))
+    cut = full[:n]
+    try:
+        onnx.ModelProto.FromString(cut)
+        continue  # a prefix that happens to parse is a different (valid) file, not a truncation
+    except Exception:  # noqa: BLE001
+        pass
+    case(f"truncated at {int(frac * 100)}%", ["inspect", save(f"trunc{i}.onnx", None, cut)], 2, r"not a valid ONNX model")
+tiny = open(os.path.join(os.path.dirname(__file__), "..", "..", "examples", "tinycnn", "model.onnx"), "rb").read()
+for i, frac in enumerate([0.05, 0.25, 0.5, 0.75, 0.98]):
+    case(f"example truncated at {int(frac * 100)}%", ["run", save(f"tinytrunc{i}.onnx", None, tiny[: int(len(tiny) * frac)]), "--random-inputs", "0", "--output-dir", WORK],
+         2, r"tinytrunc%d\.onnx: (not a valid ONNX model|.*no producer|.*raw_data holds)" % i)
+flipped = bytearray(tiny)
+for k in range(40, len(flipped), 997):
+    flipped[k] ^= 0xFF
+case("corrupted bytes", ["run", save("flipped.onnx", None, bytes(flipped)), "--random-inputs", "0", "--output-dir", WORK], 2,
+     r"flipped\.onnx: ")
+
+# ---- tensors ------------------------------------------------------------------------------
+t = w([2, 3]); t.raw_data = t.raw_data[:10]
+case("raw_data shorter than dims", run(save("raw_short.onnx", add_init_model(t))), 2, r"tensor 'w': raw_data holds 10 bytes but shape \[2,3\] of float32 needs 24")
+t = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[2, 3], float_data=[1.0, 2.0])
+case("float_data count mismatch", run(save("float_count.onnx", add_init_model(t))), 2, r"tensor 'w': holds 2 values but shape \[2,3\] needs 6")
+t = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[2, 3])
+case("initializer without data", run(save("nodata.onnx", add_init_model(t))), 2, r"tensor 'w': has no data")
+t = w([2, 3]); t.dims[0] = -2
+case("negative dim", run(save("negdim.onnx", add_init_model(t))), 2, r"tensor 'w': negative dimension")
+t = w([2, 3]); del t.dims[:]; t.dims.extend([2**40, 2**40]); t.raw_data = b""
+case("dims overflow int64", run(save("overflow.onnx", add_init_model(t))), 2, r"overflows int64|too large")
+t = w([2, 3]); del t.dims[:]; t.dims.extend([10**6, 10**6]); t.raw_data = b""
+case("enormous dims", run(save("huge.onnx", add_init_model(t))), 2, r"tensor 'w': (raw_data|shape).*")
+case("dims of 0 that do not broadcast", run(save("zero.onnx", add_init_model(numpy_helper.from_array(np.zeros((0, 3), np.float32), "w")))), 2,
+     r"add0.*cannot be broadcast")
+t = w([2, 3]); t.data_type = 99
+case("unknown dtype", run(save("dtype99.onnx", add_init_model(t))), 3, r"tensor 'w': data type 99 is not supported")
+t = helper.make_tensor("w", TensorProto.STRING, [1], [b"a"])
+case("string tensor", run(save("string.onnx", add_init_model(t))), 3, r"string tensors are not supported")
+
+# ---- external data ---------------------------------------------------------------------
+ext_dir = path("ext")
+os.makedirs(ext_dir, exist_ok=True)
+with open(os.path.join(ext_dir, "w.bin"), "wb") as f:
+    f.write(np.ones(6, np.float32).tobytes())
+outside = path("outside.bin")
+with open(outside, "wb") as f:
+    f.write(np.ones(6, np.float32).tobytes())
+link = os.path.join(ext_dir, "link.bin")
+if os.path.lexists(link):
+    os.remove(link)
+os.symlink(outside, link)
+os.makedirs(os.path.join(ext_dir, "adir"), exist_ok=True)
+
+
+def ext_model(name, **kv):
+    t = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[2, 3])
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in kv.items():
+        e = t.external_data.add()
+        e.key, e.value = k, str(v)
+    p = os.path.join(ext_dir, name)
+    with open(p, "wb") as f:
+        f.write(add_init_model(t).SerializeToString())
+    return p
+
+
+case("external data ok", run(ext_model("ok.onnx", location="w.bin")), 0, r"")
+case("external: absolute path", run(ext_model("abs.onnx", location=outside)), 2, r"location '.*' is an absolute path")
+case("external: .. segment", run(ext_model("dotdot.onnx", location="../outside.bin")), 2, r"contains a '\.\.' segment")
+case("external: nested ..", run(ext_model("dotdot2.onnx", location="adir/../../outside.bin")), 2, r"contains a '\.\.' segment")
+case("external: symlink out", run(ext_model("symlink.onnx", location="link.bin")), 2, r"resolves outside the model's folder")
+case("external: missing file", run(ext_model("missing.onnx", location="nope.bin")), 2, r"'nope\.bin' does not exist")
+case("external: a folder", run(ext_model("dir.onnx", location="adir")), 2, r"is not a regular file")
+case("external: offset past the end", run(ext_model("off.onnx", location="w.bin", offset=100)), 2, r"offset 100 is outside")
+case("external: length past the end", run(ext_model("len.onnx", location="w.bin", offset=8, length=24)), 2, r"runs past the end")
+case("external: length != shape", run(ext_model("len2.onnx", location="w.bin", length=12)), 2, r"external data holds 12 bytes but shape \[2,3\]")
+case("external: bad offset", run(ext_model("badoff.onnx", location="w.bin", offset="12abc")), 2, r"is not a number")
+case("external: empty location", run(ext_model("emptyloc.onnx", location="")), 2, r"is empty")
+
+# ---- graph structure -----------------------------------------------------------------------
+n = helper.make_node("Conv", ["x", "k"], ["y"], name="conv0")
+n.attribute.append(helper.make_attribute("strides", 1.5))
+k = numpy_helper.from_array(np.ones((1, 1, 1, 1), np.float32), "k")
+case("attribute of the wrong type", run(save("attr_type.onnx", model([n], [vi("x", [1, 1, 4, 4])], [vi("y", None)], [k]))), 2,
+     r"conv0.*attribute 'strides' has type float, expected ints")
+n = helper.make_node("Relu", ["x"], ["y"], name="relu0")
+n.attribute.append(helper.make_attribute("a", 1)); n.attribute.append(helper.make_attribute("a", 2))
+case("attribute given twice", run(save("attr_twice.onnx", model([n], [vi("x", [1, 4])], [vi("y", None)]))), 2, r"attribute 'a' given twice")
+case("value with no producer", run(save("noprod.onnx", model([helper.make_node("Add", ["x", "ghost"], ["y"], name="add0")], [vi("x", [2])], [vi("y", None)]))), 2,
+     r"input 'ghost' of node 'add0' \(Add\) has no producer")
+m = add_init_model(w([2, 3])); m.graph.initializer.append(w([2, 3]))
+case("duplicate initializer", run(save("dupinit.onnx", m)), 2, r"initializer 'w' is defined twice")
+case("value produced twice", run(save("twice.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="a"), helper.make_node("Relu", ["x"], ["y"], name="b")],
+                                                        [vi("x", [2])], [vi("y", None)]))), 2, r"value 'y' is produced twice")
+case("graph cycle", run(save("cycle.onnx", model([helper.make_node("Relu", ["b"], ["a"], name="n1"), helper.make_node("Relu", ["a"], ["b"], name="n2")],
+                                                 [vi("x", [2])], [vi("b", None)]))), 2, r"cycle through node 'n[12]'")
+case("nodes out of topological order (valid)", run(save("order.onnx", model([helper.make_node("Relu", ["h"], ["y"], name="second"), helper.make_node("Neg", ["x"], ["h"], name="first")],
+                                                                          [vi("x", [2])], [vi("y", None)]))), 0, r"")
+case("unknown domain", run(save("domain.onnx", model([helper.make_node("Magic", ["x"], ["y"], name="m0", domain="com.acme")], [vi("x", [2])], [vi("y", None)], domains=["com.acme"]))), 3,
+     r"node 'm0' \(com\.acme\.Magic, opset 1\): unknown domain 'com\.acme'")
+case("unknown operator", run(save("unknown_op.onnx", model([helper.make_node("FrobnicateV2", ["x"], ["y"], name="f0")], [vi("x", [2])], [vi("y", None)]))), 3,
+     r"node 'f0' \(FrobnicateV2, opset 17\): operator not implemented")
+case("opset newer than supported", run(save("opset99.onnx", model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [2])], [vi("y", None)], opset=99))), 3,
+     r"opset 99 .*newer")
+m = relu_model(); m.graph.output[0].name = "nothing"
+case("output not produced", run(save("noout.onnx", m)), 2, r"graph output 'nothing' is not produced")
+m = relu_model(); del m.graph.output[:]
+case("graph without outputs", run(save("nooutputs.onnx", m)), 2, r"the graph has no outputs")
+m = onnx.ModelProto(); m.ir_version = 8
+case("model without a graph", ["inspect", save("nograph.onnx", m)], 2, r"the model has no graph")
+m = relu_model(); m.graph.node[0].op_type = ""
+case("node without op_type", run(save("noop.onnx", m)), 2, r"has no op_type")
+m = relu_model(); m.graph.input[0].ClearField("type")
+case("input without a type", run(save("notype.onnx", m)), 2, r"graph input 'x' has no tensor type")
+seq = helper.make_tensor_sequence_value_info("x", TensorProto.FLOAT, [2])
+case("sequence input", run(save("seq.onnx", model([helper.make_node("Identity", ["x"], ["y"])], [seq], [vi("y", None)]))), 3, r"is a sequence, map or optional")
+
+# ---- shapes and attributes that contradict each other ----------------------------------------
+def single(name, node, inputs, inits=()):
+    return save(name, model([node], inputs, [vi("y", None)], inits))
+
+
+shape = numpy_helper.from_array(np.array([5, 5], np.int64), "s")
+case("reshape to an incompatible shape", run(single("reshape.onnx", helper.make_node("Reshape", ["x", "s"], ["y"], name="r0"), [vi("x", [2, 3])], [shape])), 2,
+     r"r0.*cannot reshape \[2,3\]")
+case("conv channel mismatch", run(single("conv_ch.onnx", helper.make_node("Conv", ["x", "k"], ["y"], name="c0"), [vi("x", [1, 3, 8, 8])],
+                                         [numpy_helper.from_array(np.ones((4, 2, 3, 3), np.float32), "k")])), 2, r"c0.*input channels 3")
+case("conv kernel larger than input", run(single("conv_big.onnx", helper.make_node("Conv", ["x", "k"], ["y"], name="c0"), [vi("x", [1, 1, 2, 2])],
+                                                 [numpy_helper.from_array(np.ones((1, 1, 5, 5), np.float32), "k")])), 2, r"kernel is larger than the padded input")
+case("matmul inner dims", run(single("matmul.onnx", helper.make_node("MatMul", ["x", "b"], ["y"], name="mm"), [vi("x", [2, 3])],
+                                     [numpy_helper.from_array(np.ones((4, 5), np.float32), "b")])), 2, r"mm.*inner dims differ")
+case("concat rank mismatch", run(single("concat.onnx", helper.make_node("Concat", ["x", "b"], ["y"], axis=0, name="cc"), [vi("x", [2, 3])],
+                                        [numpy_helper.from_array(np.ones((3,), np.float32), "b")])), 2, r"cc.*different ranks")
+case("transpose bad perm", run(single("perm.onnx", helper.make_node("Transpose", ["x"], ["y"], perm=[0, 0], name="tp"), [vi("x", [2, 3])])), 2,
+     r"tp.*not a permutation")
+case("gather index out of range", run(single("gather.onnx", helper.make_node("Gather", ["x", "i"], ["y"], name="g0"), [vi("x", [2, 3])],
+                                             [numpy_helper.from_array(np.array([7], np.int64), "i")])), 2, r"g0.*index 7 is out of range")
+case("squeeze a non-1 axis", run(single("squeeze.onnx", helper.make_node("Squeeze", ["x", "a"], ["y"], name="sq"), [vi("x", [2, 3])],
+                                        [numpy_helper.from_array(np.array([1], np.int64), "a")])), 2, r"sq.*cannot squeeze axis 1 of size 3")
+case("axis out of range", run(single("axis.onnx", helper.make_node("Softmax", ["x"], ["y"], axis=5, name="sm"), [vi("x", [2, 3])])), 2,
+     r"sm.*axis 5 is out of range for rank 2")
+case("slice step 0", run(single("slice.onnx", helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"], name="sl"), [vi("x", [4])],
+                                [numpy_helper.from_array(np.array([v], np.int64), n) for n, v in [("st", 0), ("en", 4), ("ax", 0), ("sp", 0)]])), 2, r"sl.*slice step 0")
+case("split sizes do not add up", run(single("split.onnx", helper.make_node("Split", ["x", "sz"], ["y"], name="sp"), [vi("x", [6])],
+                                             [numpy_helper.from_array(np.array([2, 2], np.int64), "sz")])), 2, r"sp.*do not add up")
+case("expand incompatible", run(single("expand.onnx", helper.make_node("Expand", ["x", "s"], ["y"], name="ex"), [vi("x", [2, 3])],
+                                       [numpy_helper.from_array(np.array([4, 4], np.int64), "s")])), 2, r"ex.*cannot expand")
+case("tile negative repeat", run(single("tile.onnx", helper.make_node("Tile", ["x", "r"], ["y"], name="tl"), [vi("x", [2, 3])],
+                                        [numpy_helper.from_array(np.array([1, -1], np.int64), "r")])), 2, r"tl.*negative repeat")
+case("resize negative scale", run(single("resize.onnx", helper.make_node("Resize", ["x", "", "sc"], ["y"], name="rs"), [vi("x", [1, 1, 2, 2])],
+                                         [numpy_helper.from_array(np.array([1, 1, -2, 2], np.float32), "sc")])), 2, r"rs.*scales must be positive")
+cos = helper.make_node("ConstantOfShape", ["s"], ["c"], name="cos", value=helper.make_tensor("v", TensorProto.FLOAT, [1], [1.0]))
+add = helper.make_node("Add", ["x", "c"], ["y"], name="add0")
+case("compute buffer above --max-memory", ["run", save("cos.onnx", model([cos, add], [vi("x", [1])], [vi("y", None)],
+                                                                        [numpy_helper.from_array(np.array([100000, 100000], np.int64), "s")])),
+                                            "--random-inputs", "0", "--output-dir", WORK, "--max-memory", "1G"], 2, r"above the memory limit")
+case("weights above --max-memory", ["run", os.path.join(os.path.dirname(__file__), "..", "..", "examples", "tinycnn", "model.onnx"),
+                                    "--random-inputs", "0", "--output-dir", WORK, "--max-memory", "4K"], 2, r"above the memory limit")
+
+# ---- inputs and the command line --------------------------------------------------------------
+dyn = save("dyn.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="relu0")], [vi("x", ["batch", 4])], [vi("y", None)]))
+case("dynamic dim without --input-shape", run(dyn), 2, r"input 'x' has a dynamic dim 0 \('batch'\)")
+case("--input-shape rank mismatch", run(dyn, "--input-shape", "x=2x4x1"), 2, r"has rank 3, the model declares rank 2")
+case("--input-shape unknown input", run(dyn, "--input-shape", "zz=2x4"), 2, r"names 'zz', which is not a graph input")
+case("--input-shape conflicts", run(dyn, "--input-shape", "x=2x5"), 2, r"conflicts with the model's static dim 1 = 4")
+case("--input-shape bad dims", run(dyn, "--input-shape", "x=2xfoo"), 2, r"bad dims '2xfoo'")
+relu = save("relu.onnx", relu_model())
+
+
+def npy_bytes(header, data=b"", magic=b"\x93NUMPY", version=b"\x01\x00"):
+    h = header.encode()
+    h += b" " * ((64 - (10 + len(h) + 1) % 64) % 64) + b"\n"
+    return magic + version + len(h).to_bytes(2, "little") + h + data
+
+
+def npy_case(name, raw, pattern):
+    p = path(name + ".npy")
+    with open(p, "wb") as f:
+        f.write(raw)
+    case("npy: " + name, ["run", relu, "--input", f"x={p}", "--output-dir", WORK], 2, pattern)
+
+
+good = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 4), }"
+npy_case("wrong magic", npy_bytes(good, b"\0" * 16, magic=b"\x93NUMPZ"), r"bad magic")
+npy_case("bad version", npy_bytes(good, b"\0" * 16, version=b"\x07\x00"), r"unsupported \.npy version 7")
+npy_case("no descr", npy_bytes("{'fortran_order': False, 'shape': (1, 4), }", b"\0" * 16), r"header has no descr")
+npy_case("complex dtype", npy_bytes("{'descr': '<c8', 'fortran_order': False, 'shape': (1, 4), }", b"\0" * 32), r"unsupported dtype '<c8'")
+npy_case("big-endian", npy_bytes("{'descr': '>f4', 'fortran_order': False, 'shape': (1, 4), }", b"\0" * 16), r"big-endian")
+npy_case("fortran order", npy_bytes("{'descr': '<f4', 'fortran_order': True, 'shape': (1, 4), }", b"\0" * 16), r"fortran_order=True")
+npy_case("bad shape", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1, x), }", b"\0" * 16), r"bad shape entry")
+npy_case("truncated data", npy_bytes(good, b"\0" * 9), r"truncated data")
+npy_case("huge declared shape", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (100000000000, 100), }"), r"truncated data|shape too large")
+npy_case("trailing bytes", npy_bytes(good, b"\0" * 20), r"trailing bytes")
+npy_case("truncated header", b"\x93NUMPY\x01\x00\xff\x00{'descr'", r"truncated header")
+npy_case("wrong shape", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", b"\0" * 16), r"input 'x' has shape \[2,2\], the model expects \[1,4\]")
+npy_case("wrong dtype", npy_bytes("{'descr': '<i8', 'fortran_order': False, 'shape': (1, 4), }", b"\0" * 32), r"input 'x' has dtype int64, the model expects float32")
+case("unknown command", ["frobnicate", relu], 2, r"unknown command 'frobnicate'")
+case("bad number", ["run", relu, "--threads", "abc"], 2, r"bad number 'abc' after --threads")
+case("unknown backend", run(relu, "--backend", "nosuchgpu"), 2, r"backend 'nosuchgpu' is not available")
+case("input that is not in the model", ["run", relu, "--input", f"zz={path('trailing bytes.npy')}", "--random-inputs", "0", "--output-dir", WORK], 2,
+     r"'zz' is not an input")
+
+
+def main():
+    passed = failed = 0
+    for name, argv, code, pat in CASES:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        msg = (r.stdout + r.stderr).strip()
+        ok = r.returncode == code and re.search(pat, msg) is not None
+        if code == 0:
+            ok = r.returncode == 0
+        print(f"{'ok  ' if ok else 'FAIL'} [{r.returncode}] {name}: {msg.splitlines()[0][:150] if msg else ''}")
+        if not ok:
+            print(f"      expected exit {code} and /{pat}/; got:\n      " + msg.replace("\n", "\n      ")[:1500])
+        passed += ok
+        failed += not ok
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
