@@ -4,7 +4,7 @@
 # into bench/node_modules for the benchmarks.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-pkgs=(cmake g++ make git ccache libonnx-dev libprotobuf-dev protobuf-compiler libgtest-dev
+pkgs=(cmake g++ make git ccache clang libclang-rt-14-dev libonnx-dev libprotobuf-dev protobuf-compiler libgtest-dev
       python3-torch python3-torchvision python3-onnx python3-numpy libonnx-testdata)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -7,7 +7,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 cmake --preset asan >build-asan.configure.log 2>&1 || { cat build-asan.configure.log; exit 1; }
 cmake --build build-asan -j "$(nproc)" --target onnx2ggml unit_tests
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=$here/tests/sanitizers/ubsan.supp
 ./build-asan/tests/unit_tests
 /usr/bin/python3 tests/robustness/robustness.py build-asan/onnx2ggml build-asan/robustness-work | tail -1
 /usr/bin/python3 tests/conformance/run_conformance.py build-asan/onnx2ggml --suites simple,pytorch-operator,pytorch-converted \

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: setup, build, then ctest (unit, models, error paths, example).
+# The whole test suite: setup, build, ctest (unit, models, conformance, robustness, example),
+# then the ASan+UBSan run and a short fuzz run.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build="${BUILD_DIR:-$here/build}"
@@ -8,3 +9,5 @@ build="${BUILD_DIR:-$here/build}"
 (cd "$build" && ctest --output-on-failure -j "$(nproc)" "$@")
 # ASan+UBSan over the unit tests, the robustness corpus and a conformance subset
 [ "${ONNX2GGML_SKIP_ASAN:-0}" = 1 ] || "$here/scripts/test-asan.sh"
+# a short fuzz run of every libFuzzer target (the long runs: scripts/fuzz.sh 1800, docs/robustness.md)
+[ "${ONNX2GGML_SKIP_FUZZ:-0}" = 1 ] || "$here/scripts/fuzz.sh" 60

@@ -70,14 +70,14 @@ Tensor Tensor::zeros(DType t, const Shape& s) {
 Tensor Tensor::from_i64(const std::vector<int64_t>& v, const Shape& s) {
     Tensor r = zeros(DType::I64, s);
     if (int64_t(v.size()) != r.numel()) internal_error("from_i64 size mismatch");
-    std::memcpy(r.data(), v.data(), v.size() * 8);
+    if (!v.empty()) std::memcpy(r.data(), v.data(), v.size() * 8);
     return r;
 }
 
 Tensor Tensor::from_f32(const std::vector<float>& v, const Shape& s) {
     Tensor r = zeros(DType::F32, s);
     if (int64_t(v.size()) != r.numel()) internal_error("from_f32 size mismatch");
-    std::memcpy(r.data(), v.data(), v.size() * 4);
+    if (!v.empty()) std::memcpy(r.data(), v.data(), v.size() * 4);
     return r;
 }
 

@@ -42,6 +42,7 @@ ggml_tensor* Builder::weight(const Tensor& host, ggml_type type, const std::stri
     int r = int(host.shape.size());
     if (r > 4) internal_error("weight of rank > 4 must be reshaped before upload");
     for (int i = 0; i < r; ++i) ne[i] = host.shape[r - 1 - i];
+    reserve(wctx);
     ggml_tensor* t = ggml_new_tensor(wctx, type, 4, ne);
     std::string wname = "w" + std::to_string(weights.size());
     ggml_set_name(t, wname.c_str());
@@ -51,6 +52,7 @@ ggml_tensor* Builder::weight(const Tensor& host, ggml_type type, const std::stri
 }
 
 ggml_tensor* Builder::input(int index, ggml_type type, const int64_t ne[4], const std::string& onnx_name) {
+    reserve(ctx);
     ggml_tensor* t = ggml_new_tensor(ctx, type, 4, ne);
     ggml_set_input(t);
     std::string n = onnx_name.substr(0, GGML_MAX_NAME - 1);

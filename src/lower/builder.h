@@ -23,8 +23,12 @@ public:
     Builder(ggml_context* compute, ggml_context* weights, bool record)
         : ctx(compute), wctx(weights), record_(record) {}
 
+    // Thrown when a ggml context would run out of tensor slots; build_graph retries larger.
+    struct ContextFull {};
+
     template <class F, class... A>
     ggml_tensor* call(const char* fn, F f, A... a) {
+        reserve(ctx);
         ggml_tensor* r = f(ctx, a...);
         if (record_) emit(r, fn, {fmt(a)...});
         return r;
@@ -47,6 +51,9 @@ public:
     std::string var(const ggml_tensor* t) const;
 
 private:
+    static void reserve(ggml_context* c) {  // room for the few tensors one ggml call may create
+        if (ggml_used_mem(c) + 8 * ggml_tensor_overhead() > ggml_get_mem_size(c)) throw ContextFull{};
+    }
     void emit(ggml_tensor* r, const char* fn, std::vector<std::string> args);
     std::string fmt(ggml_tensor* t) const { return var(t); }
     static std::string fmt(int v) { return std::to_string(v); }

@@ -22,7 +22,8 @@ ggml_tensor* LowerCtx::constant(const Tensor& t, ggml_type type) {
 }
 
 ggml_tensor* LowerCtx::x(int i) {
-    int id = node().inputs.at(i);
+    in(i);  // a clean error if the input is missing
+    int id = node().inputs[i];
     if (st_.vmap[id]) return st_.vmap[id];
     Value& v = in(i);
     if (!v.constant) internal_error(where() + ": input '" + v.name + "' has no ggml tensor");

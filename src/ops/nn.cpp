@@ -29,6 +29,13 @@ Tensor transpose_last2(const Tensor& t) {
 
 // ---- spatial geometry shared by Conv, ConvTranspose and the pools ------------------------
 
+// Per-spatial-dim attribute: `n` values in [lo, 2^30] (absurd values end here, not in overflow).
+void check_dims(OpCtx& c, const char* name, const std::vector<int64_t>& v, size_t n, int64_t lo) {
+    if (v.size() != n) c.fail(std::string(name) + " has " + std::to_string(v.size()) + " values, expected " + std::to_string(n));
+    for (int64_t x : v)
+        if (x < lo || x > (int64_t(1) << 30)) c.fail(std::string(name) + " value " + std::to_string(x) + " is out of range");
+}
+
 struct Geometry {
     int nsp = 0;                       // spatial dims
     std::vector<int64_t> in, k, s, d, pb, pe, out;
@@ -45,7 +52,10 @@ Geometry conv_geometry(OpCtx& c, const std::vector<int64_t>& kernel, bool ceil_m
     g.s = c.ais("strides", std::vector<int64_t>(g.nsp, 1));
     g.d = c.ais("dilations", std::vector<int64_t>(g.nsp, 1));
     std::vector<int64_t> pads = c.ais("pads", std::vector<int64_t>(2 * g.nsp, 0));
-    if (int(g.s.size()) != g.nsp || int(g.d.size()) != g.nsp || int(pads.size()) != 2 * g.nsp) c.fail("strides/dilations/pads have the wrong length");
+    check_dims(c, "kernel_shape", g.k, g.nsp, 1);
+    check_dims(c, "strides", g.s, g.nsp, 1);
+    check_dims(c, "dilations", g.d, g.nsp, 1);
+    check_dims(c, "pads", pads, 2 * g.nsp, 0);
     std::string ap = c.as("auto_pad", "NOTSET");
     g.pb.assign(pads.begin(), pads.begin() + g.nsp);
     g.pe.assign(pads.begin() + g.nsp, pads.end());
@@ -130,8 +140,9 @@ void lower_conv(Lc& c) {
 
 void infer_conv(OpCtx& c) {
     const Shape& ws = c.shape(1);
-    if (ws.size() != c.shape(0).size()) c.fail("weight rank " + std::to_string(ws.size()) + " differs from input rank");
+    if (ws.size() != c.shape(0).size() || ws.size() < 3) c.fail("weight rank " + std::to_string(ws.size()) + " must equal the input rank (>= 3)");
     std::vector<int64_t> kernel = c.ais("kernel_shape", std::vector<int64_t>(ws.begin() + 2, ws.end()));
+    if (kernel != std::vector<int64_t>(ws.begin() + 2, ws.end())) c.fail("kernel_shape differs from the weight's spatial dims");
     Geometry g = conv_geometry(c, kernel, false);
     int64_t group = c.ai("group", 1);
     if (group <= 0 || c.shape(0)[1] != ws[1] * group) c.fail("input channels " + std::to_string(c.shape(0)[1]) + " != weight channels " + std::to_string(ws[1]) + " x group " + std::to_string(group));
@@ -147,15 +158,23 @@ TGeom tconv_geometry(OpCtx& c) {
     TGeom g;
     const Shape& x = c.shape(0);
     const Shape& ws = c.shape(1);
+    if (x.size() < 3 || ws.size() != x.size()) c.fail("input and weight must have the same rank >= 3");
     g.nsp = int(x.size()) - 2;
     g.in.assign(x.begin() + 2, x.end());
     g.k = c.ais("kernel_shape", std::vector<int64_t>(ws.begin() + 2, ws.end()));
+    if (g.k != std::vector<int64_t>(ws.begin() + 2, ws.end())) c.fail("kernel_shape differs from the weight's spatial dims");
     g.s = c.ais("strides", std::vector<int64_t>(g.nsp, 1));
     g.d = c.ais("dilations", std::vector<int64_t>(g.nsp, 1));
     g.op = c.ais("output_padding", std::vector<int64_t>(g.nsp, 0));
     std::vector<int64_t> pads = c.ais("pads", std::vector<int64_t>(2 * g.nsp, 0));
     std::vector<int64_t> oshape = c.ais("output_shape");
     std::string ap = c.as("auto_pad", "NOTSET");
+    check_dims(c, "kernel_shape", g.k, g.nsp, 1);
+    check_dims(c, "strides", g.s, g.nsp, 1);
+    check_dims(c, "dilations", g.d, g.nsp, 1);
+    check_dims(c, "output_padding", g.op, g.nsp, 0);
+    check_dims(c, "pads", pads, 2 * g.nsp, 0);
+    if (!oshape.empty()) check_dims(c, "output_shape", std::vector<int64_t>(oshape.end() - std::min<size_t>(oshape.size(), g.nsp), oshape.end()), g.nsp, 1);
     g.pb.assign(pads.begin(), pads.begin() + g.nsp);
     g.pe.assign(pads.begin() + g.nsp, pads.end());
     g.out.resize(g.nsp);

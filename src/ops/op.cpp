@@ -1,6 +1,7 @@
 #include "ops/op.h"
 
 #include <algorithm>
+#include <map>
 
 namespace onnx2ggml {
 
@@ -73,7 +74,19 @@ std::string OpCtx::where() const {
 void OpCtx::fail(const std::string& msg) const { throw Error(kExitBadInput, where() + ": " + msg, msg); }
 void OpCtx::fail_unsupported(const std::string& msg) const { throw Error(kExitUnsupported, where() + ": " + msg, msg); }
 
-void Registry::add(OpDef d) { defs_.push_back(std::move(d)); }
+void Registry::add(OpDef d) {
+    static const std::map<std::string, int> arity = {
+        {"Add", 2}, {"Sub", 2}, {"Mul", 2}, {"Div", 2}, {"Pow", 2}, {"Mod", 2}, {"Equal", 2}, {"Less", 2},
+        {"Greater", 2}, {"LessOrEqual", 2}, {"GreaterOrEqual", 2}, {"And", 2}, {"Or", 2}, {"Xor", 2}, {"Where", 3},
+        {"Conv", 2}, {"ConvTranspose", 2}, {"MatMul", 2}, {"Gemm", 2}, {"Gather", 2}, {"GatherElements", 2},
+        {"GatherND", 2}, {"Expand", 2}, {"Tile", 2}, {"PRelu", 2}, {"BatchNormalization", 5},
+        {"InstanceNormalization", 3}, {"LayerNormalization", 2}, {"CastLike", 2}, {"Range", 3}, {"Compress", 2},
+        {"ReverseSequence", 2}, {"OneHot", 3}, {"CumSum", 2}, {"NegativeLogLikelihoodLoss", 2},
+        {"SoftmaxCrossEntropyLoss", 2}, {"Slice", 1}, {"Resize", 1}, {"Upsample", 1}};
+    auto it = arity.find(d.op_type);
+    if (it != arity.end()) d.min_inputs = it->second;
+    defs_.push_back(std::move(d));
+}
 
 const OpDef* Registry::find(const std::string& domain, const std::string& op) const {
     if (!(domain.empty() || domain == "ai.onnx" || domain == "onnx2ggml")) return nullptr;

@@ -67,6 +67,7 @@ struct OpDef {
     std::function<void(LowerCtx&)> lower;     // ggml lowering; empty = host-only op
     int64_t fold_limit = int64_t(1) << 24;    // fold only outputs up to this many elements
     bool shape_only = false;                  // eval reads only input shapes (Shape, Size)
+    int min_inputs = 0;                       // inputs that must be present (checked before infer)
 };
 
 class Registry {

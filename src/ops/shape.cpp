@@ -570,6 +570,7 @@ void register_shape_ops(Registry& r) {
             for (int i = 0; i < c.nin(); ++i) {
                 const Tensor& x = c.cval(i).cast(t.dtype);
                 int64_t len = x.shape[a] * inner;
+                if (len == 0) continue;
                 for (int64_t q = 0; q < outer; ++q)
                     std::memcpy(t.data() + size_t(q * o[a] * inner + off) * es, x.data() + size_t(q * len) * es, size_t(len) * es);
                 off += len;
@@ -702,6 +703,7 @@ void register_shape_ops(Registry& r) {
             Tensor t = Tensor::zeros(c.dtype(0), o);
             size_t es = dtype_size(t.dtype);
             const Tensor& x = c.cval(0);
+            if (inner == 0) { c.set_const(0, t); return; }
             for (int64_t q = 0; q < outer; ++q)
                 for (int64_t k = 0; k < n; ++k)
                     std::memcpy(t.data() + size_t((q * n + k) * inner) * es, x.data() + size_t((q * s[a] + idx[k]) * inner) * es, size_t(inner) * es);

@@ -77,6 +77,8 @@ void specialize(Graph& g, const CompileOptions& opts, std::vector<UnsupportedOp>
         }
         if (!known) continue;  // downstream of an unsupported op
         try {
+            for (int i = 0; i < def->min_inputs; ++i)
+                if (!c.has(i)) c.fail("needs at least " + std::to_string(def->min_inputs) + " inputs, input " + std::to_string(i) + " is missing");
             if (def->infer) def->infer(c);
             bool small = true;
             for (int i = 0; i < c.nout(); ++i)

@@ -1,5 +1,7 @@
 #include "runtime/build.h"
 
+#include <algorithm>
+
 #include "passes/pipeline.h"
 
 namespace onnx2ggml {
@@ -10,21 +12,30 @@ BuiltGraph::~BuiltGraph() {
 }
 
 std::unique_ptr<BuiltGraph> build_graph(Graph& g, bool record) {
-    auto bg = std::make_unique<BuiltGraph>();
     size_t n = g.nodes.size() + g.values.size() + 64;
-    bg->max_tensors = std::min<size_t>(64 * n, size_t(1) << 21);
-    bg->graph_size = std::max<size_t>(GGML_DEFAULT_GRAPH_SIZE, bg->max_tensors);
-    ggml_init_params wp = {ggml_tensor_overhead() * (g.values.size() * 2 + 64 + n), nullptr, true};
-    ggml_init_params cp = {ggml_tensor_overhead() * bg->max_tensors + ggml_graph_overhead_custom(bg->graph_size, false), nullptr, true};
-    bg->wctx = ggml_init(wp);
-    bg->cctx = ggml_init(cp);
-    if (!bg->wctx || !bg->cctx) fail(kExitInternal, "cannot allocate ggml contexts");
-    bg->b = std::make_unique<Builder>(bg->cctx, bg->wctx, record);
-    lower_graph(g, *bg->b);
-    bg->gf = ggml_new_graph_custom(bg->cctx, bg->graph_size, false);
-    for (ggml_tensor* t : bg->b->outputs)
-        if (t) ggml_build_forward_expand(bg->gf, t);
-    return bg;
+    size_t tensors = std::min<size_t>(16 * n, size_t(1) << 20);
+    for (;;) {  // the lowering's tensor count is not known up front: grow the contexts until it fits
+        auto bg = std::make_unique<BuiltGraph>();
+        bg->max_tensors = tensors;
+        bg->graph_size = std::max<size_t>(GGML_DEFAULT_GRAPH_SIZE, tensors);
+        ggml_init_params wp = {ggml_tensor_overhead() * (tensors + 64), nullptr, true};
+        ggml_init_params cp = {ggml_tensor_overhead() * (tensors + 64) + ggml_graph_overhead_custom(bg->graph_size, false), nullptr, true};
+        bg->wctx = ggml_init(wp);
+        bg->cctx = ggml_init(cp);
+        if (!bg->wctx || !bg->cctx) fail(kExitInternal, "cannot allocate ggml contexts");
+        bg->b = std::make_unique<Builder>(bg->cctx, bg->wctx, record);
+        try {
+            lower_graph(g, *bg->b);
+        } catch (const Builder::ContextFull&) {
+            if (tensors >= (size_t(1) << 24)) unsupported(g.path + ": the lowered ggml graph has more than 16M tensors");
+            tensors *= 4;
+            continue;
+        }
+        bg->gf = ggml_new_graph_custom(bg->cctx, bg->graph_size, false);
+        for (ggml_tensor* t : bg->b->outputs)
+            if (t) ggml_build_forward_expand(bg->gf, t);
+        return bg;
+    }
 }
 
 std::map<std::string, int> ggml_op_histogram(const ggml_cgraph* gf) {

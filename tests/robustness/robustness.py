@@ -231,6 +231,22 @@ case("compute buffer above --max-memory", ["run", save("cos.onnx", model([cos, a
 case("weights above --max-memory", ["run", os.path.join(os.path.dirname(__file__), "..", "..", "examples", "tinycnn", "model.onnx"),
                                     "--random-inputs", "0", "--output-dir", WORK, "--max-memory", "4K"], 2, r"above the memory limit")
 
+# regressions found by fuzzing (scripts/fuzz.sh)
+case("fuzz: binary op with one input", run(single("mul1.onnx", helper.make_node("Mul", ["x"], ["y"], name="mul1"), [vi("x", [2])])), 2,
+     r"mul1.*needs at least 2 inputs")
+case("fuzz: ConvTranspose strides of the wrong length", run(single("ct.onnx", helper.make_node("ConvTranspose", ["x", "k"], ["y"], name="ct", strides=[2]),
+                                                                  [vi("x", [1, 1, 4, 4])], [numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32), "k")])), 2,
+     r"ct.*strides has 1 values, expected 2")
+case("fuzz: Conv weight of rank 1", run(single("convw1.onnx", helper.make_node("Conv", ["x", "k"], ["y"], name="cw"), [vi("x", [1, 1, 4, 4])],
+                                               [numpy_helper.from_array(np.ones((3,), np.float32), "k")])), 2, r"cw.*must equal the input rank")
+case("fuzz: Conv kernel_shape that contradicts the weight", run(single("convks.onnx", helper.make_node("Conv", ["x", "k"], ["y"], name="ck", kernel_shape=[2, 2]),
+                                                                       [vi("x", [1, 1, 4, 4])], [numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32), "k")])), 2,
+     r"ck.*kernel_shape differs")
+case("fuzz: huge stride", run(single("stride.onnx", helper.make_node("Conv", ["x", "k"], ["y"], name="cs", strides=[2**62, 1]), [vi("x", [1, 1, 4, 4])],
+                                     [numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32), "k")])), 2, r"cs.*strides value .* is out of range")
+case("fuzz: concat with an empty constant", run(single("concat0.onnx", helper.make_node("Concat", ["x", "e"], ["y"], axis=1, name="c0"), [vi("x", [2, 3])],
+                                                       [numpy_helper.from_array(np.zeros((2, 0), np.float32), "e")])), 0, r"")
+
 # ---- inputs and the command line --------------------------------------------------------------
 dyn = save("dyn.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="relu0")], [vi("x", ["batch", 4])], [vi("y", None)]))
 case("dynamic dim without --input-shape", run(dyn), 2, r"input 'x' has a dynamic dim 0 \('batch'\)")

@@ -108,7 +108,7 @@ TEST(Npy, RejectsTruncatedAndBadMagic) {
 }
 
 TEST(Gguf, RoundTrip) {
-    ggml_init_params p = {ggml_tensor_overhead() * 4, nullptr, true};
+    ggml_init_params p = {ggml_tensor_overhead() * 16, nullptr, true};
     ggml_context* ctx = ggml_init(p);
     Builder b(ctx, ctx, false);
     Tensor w0 = random_tensor(DType::F32, {3, 5}, 3);
