@@ -37,8 +37,8 @@ status=0
 wait || true
 for t in model npy gguf; do
   log=build-fuzz/fuzz_$t.log
-  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
-  eps=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
+  execs=$(grep -ao 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -ao '[0-9]*$' || echo 0)
+  eps=$(grep -ao 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -ao '[0-9]*$' || echo 0)
   corpus=$(ls $c/$t | wc -l)
   crashes=$(ls build-fuzz/crashes | grep -c "^$t-" || true)
   [ "$crashes" = 0 ] || status=1

@@ -362,6 +362,8 @@ void register_conv_pool(Registry& r) {
         d.infer = [](OpCtx& c) {
             TGeom g = tconv_geometry(c);
             int64_t group = c.ai("group", 1);
+            if (group <= 0 || c.shape(1)[0] != c.shape(0)[1] || c.shape(0)[1] % group != 0)
+                c.fail("weight " + shape_str(c.shape(1)) + " does not match input channels " + std::to_string(c.shape(0)[1]) + " with group " + std::to_string(group));
             Shape o = {c.shape(0)[0], c.shape(1)[1] * group};
             o.insert(o.end(), g.out.begin(), g.out.end());
             c.set_out(0, c.dtype(0), o);

@@ -63,7 +63,8 @@ void OpCtx::set_const(int i, Tensor t) {
 }
 
 int OpCtx::axis(int64_t a, int r) {
-    if (a < -r || a >= std::max(r, 1)) fail("axis " + std::to_string(a) + " is out of range for rank " + std::to_string(r));
+    if (r == 0) fail("axis " + std::to_string(a) + " given for a scalar (rank 0) tensor");
+    if (a < -r || a >= r) fail("axis " + std::to_string(a) + " is out of range for rank " + std::to_string(r));
     return int(a < 0 ? a + r : a);
 }
 

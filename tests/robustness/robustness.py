@@ -244,6 +244,11 @@ case("fuzz: Conv kernel_shape that contradicts the weight", run(single("convks.o
      r"ck.*kernel_shape differs")
 case("fuzz: huge stride", run(single("stride.onnx", helper.make_node("Conv", ["x", "k"], ["y"], name="cs", strides=[2**62, 1]), [vi("x", [1, 1, 4, 4])],
                                      [numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32), "k")])), 2, r"cs.*strides value .* is out of range")
+case("fuzz: ArgMax of a scalar", run(single("argmax0.onnx", helper.make_node("ArgMax", ["x"], ["y"], name="am"), [vi("x", [])])), 2,
+     r"am.*given for a scalar")
+case("fuzz: ConvTranspose weight/input channel mismatch", run(single("ctc.onnx", helper.make_node("ConvTranspose", ["x", "k"], ["y"], name="ctc"),
+                                                                    [vi("x", [1, 2, 4, 4])], [numpy_helper.from_array(np.ones((3, 1, 3, 3), np.float32), "k")])), 2,
+     r"ctc.*does not match input channels 2")
 case("fuzz: concat with an empty constant", run(single("concat0.onnx", helper.make_node("Concat", ["x", "e"], ["y"], axis=1, name="c0"), [vi("x", [2, 3])],
                                                        [numpy_helper.from_array(np.zeros((2, 0), np.float32), "e")])), 0, r"")
 
