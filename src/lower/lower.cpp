@@ -60,6 +60,8 @@ ggml_tensor* LowerCtx::cont(ggml_tensor* t) {
 
 ggml_tensor* LowerCtx::reshape(ggml_tensor* t, const Shape& s) {
     auto ne = to_ne(s);
+    if (ggml_nelements(t) != shape_numel(s))  // contradicting shapes in the model (e.g. a bias of the wrong size)
+        fail("a tensor of " + std::to_string(ggml_nelements(t)) + " elements cannot be used as shape " + shape_str(s));
     if (t->ne[0] == ne[0] && t->ne[1] == ne[1] && t->ne[2] == ne[2] && t->ne[3] == ne[3]) return t;
     return G(b, ggml_reshape_4d, cont(t), ne[0], ne[1], ne[2], ne[3]);
 }
@@ -72,6 +74,7 @@ ggml_tensor* LowerCtx::permute(ggml_tensor* t, const std::vector<int64_t>& perm)
 
 ggml_tensor* LowerCtx::slice(ggml_tensor* t, int d, int64_t start, int64_t len, int64_t step) {
     if (start == 0 && len == t->ne[d] && step == 1) return t;
+    if (start < 0 || len < 0 || (len > 0 && start + (len - 1) * step >= t->ne[d])) internal_error(where() + ": slice out of bounds");
     int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
     size_t nb[4] = {t->nb[0], t->nb[1], t->nb[2], t->nb[3]};
     ne[d] = len;
@@ -86,6 +89,8 @@ ggml_tensor* LowerCtx::slice(ggml_tensor* t, int d, int64_t start, int64_t len, 
 
 ggml_tensor* LowerCtx::repeat_to(ggml_tensor* t, const std::array<int64_t, 4>& ne) {
     if (t->ne[0] == ne[0] && t->ne[1] == ne[1] && t->ne[2] == ne[2] && t->ne[3] == ne[3]) return t;
+    for (int k = 0; k < 4; ++k)
+        if (t->ne[k] == 0 || ne[k] % t->ne[k] != 0) fail("shapes cannot be broadcast (ggml dim " + std::to_string(k) + ")");
     return G(b, ggml_repeat_4d, t, ne[0], ne[1], ne[2], ne[3]);
 }
 

@@ -148,6 +148,7 @@ void infer_conv(OpCtx& c) {
     if (group <= 0 || c.shape(0)[1] != ws[1] * group) c.fail("input channels " + std::to_string(c.shape(0)[1]) + " != weight channels " + std::to_string(ws[1]) + " x group " + std::to_string(group));
     Shape o = {c.shape(0)[0], ws[0]};
     o.insert(o.end(), g.out.begin(), g.out.end());
+    if (c.has(2) && shape_numel(c.shape(2)) != ws[0]) c.fail("bias has " + std::to_string(shape_numel(c.shape(2))) + " values for " + std::to_string(ws[0]) + " output channels");
     c.set_out(0, c.dtype(0), o);
 }
 

@@ -249,6 +249,12 @@ case("fuzz: ArgMax of a scalar", run(single("argmax0.onnx", helper.make_node("Ar
 case("fuzz: ConvTranspose weight/input channel mismatch", run(single("ctc.onnx", helper.make_node("ConvTranspose", ["x", "k"], ["y"], name="ctc"),
                                                                     [vi("x", [1, 2, 4, 4])], [numpy_helper.from_array(np.ones((3, 1, 3, 3), np.float32), "k")])), 2,
      r"ctc.*does not match input channels 2")
+case("fuzz: Conv bias of the wrong size", run(single("convb.onnx", helper.make_node("Conv", ["x", "k", "b"], ["y"], name="cb"), [vi("x", [1, 1, 4, 4])],
+                                                   [numpy_helper.from_array(np.ones((2, 1, 3, 3), np.float32), "k"), numpy_helper.from_array(np.ones((3,), np.float32), "b")])), 2,
+     r"cb.*bias has 3 values for 2 output channels")
+case("fuzz: InstanceNormalization scale of the wrong size", run(single("inorm.onnx", helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"], name="in0"),
+                                                                       [vi("x", [1, 2, 4])], [numpy_helper.from_array(np.ones((3,), np.float32), n) for n in "sb"])), 2,
+     r"in0.*cannot be used as shape")
 case("fuzz: concat with an empty constant", run(single("concat0.onnx", helper.make_node("Concat", ["x", "e"], ["y"], axis=1, name="c0"), [vi("x", [2, 3])],
                                                        [numpy_helper.from_array(np.zeros((2, 0), np.float32), "e")])), 0, r"")
 
