@@ -95,6 +95,7 @@ ggml_tensor* LowerCtx::repeat_to(ggml_tensor* t, const std::array<int64_t, 4>& n
 }
 
 ggml_tensor* LowerCtx::binary(Bin op, ggml_tensor* a, const Shape& sa, ggml_tensor* bt, const Shape& sb) {
+    if (a->type != bt->type) fail("operands have different types");
     Shape so;
     if (!broadcast_shapes(sa, sb, so)) fail("shapes " + shape_str(sa) + " and " + shape_str(sb) + " cannot be broadcast");
     size_t r = so.size();

@@ -550,6 +550,7 @@ void register_shape_ops(Registry& r) {
             o[a] = 0;
             for (int i = 0; i < c.nin(); ++i) {
                 const Shape& s = c.shape(i);
+                if (c.dtype(i) != c.dtype(0)) c.fail("inputs have different dtypes");
                 if (int(s.size()) != rk) c.fail("inputs have different ranks");
                 for (int k = 0; k < rk; ++k)
                     if (k != a && s[k] != o[k]) c.fail("input " + std::to_string(i) + " has shape " + shape_str(s) + ", incompatible with " + shape_str(c.shape(0)));

@@ -47,6 +47,16 @@ ggml_backend_t init_backend(const std::string& name, int threads) {
 }
 
 Session::Session(Graph& g, const SessionOptions& opts) : g_(g) {
+    try {
+        init(opts);
+    } catch (...) {
+        release();  // a constructor that throws runs no destructor
+        throw;
+    }
+}
+
+void Session::init(const SessionOptions& opts) {
+    Graph& g = g_;
     bg_ = build_graph(g, false);
     backend_ = init_backend(opts.backend, opts.threads);
     bool is_cpu = ggml_backend_dev_type(ggml_backend_get_device(backend_)) == GGML_BACKEND_DEVICE_TYPE_CPU;
@@ -81,12 +91,17 @@ Session::Session(Graph& g, const SessionOptions& opts) : g_(g) {
     if (!ggml_backend_sched_alloc_graph(sched_, bg_->gf)) fail(kExitInternal, "cannot allocate the compute graph");
 }
 
-Session::~Session() {
+Session::~Session() { release(); }
+
+void Session::release() {
     if (sched_) ggml_backend_sched_free(sched_);
     if (wbuf_) ggml_backend_buffer_free(wbuf_);
     bg_.reset();
     if (cpu_) ggml_backend_free(cpu_);
     if (backend_) ggml_backend_free(backend_);
+    sched_ = nullptr;
+    wbuf_ = nullptr;
+    cpu_ = backend_ = nullptr;
 }
 
 std::string Session::backend_name() const { return ggml_backend_name(backend_); }

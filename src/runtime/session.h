@@ -33,6 +33,8 @@ public:
     size_t weight_bytes() const;
 
 private:
+    void init(const SessionOptions& opts);
+    void release();
     Graph& g_;
     std::unique_ptr<BuiltGraph> bg_;
     ggml_backend_t backend_ = nullptr, cpu_ = nullptr;

@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-BIN, WORK = sys.argv[1], sys.argv[2]
+BIN, WORK = sys.argv[1], os.path.abspath(sys.argv[2])
 os.makedirs(WORK, exist_ok=True)
 CASES = []  # (name, argv, exit code, regex)
 
@@ -255,6 +255,8 @@ case("fuzz: Conv bias of the wrong size", run(single("convb.onnx", helper.make_n
 case("fuzz: InstanceNormalization scale of the wrong size", run(single("inorm.onnx", helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"], name="in0"),
                                                                        [vi("x", [1, 2, 4])], [numpy_helper.from_array(np.ones((3,), np.float32), n) for n in "sb"])), 2,
      r"in0.*cannot be used as shape")
+case("fuzz: Concat of different dtypes", run(single("concatdt.onnx", helper.make_node("Concat", ["x", "i"], ["y"], axis=0, name="cd"), [vi("x", [2])],
+                                                   [numpy_helper.from_array(np.array([1, 2], np.int64), "i")])), 2, r"cd.*different dtypes")
 case("fuzz: concat with an empty constant", run(single("concat0.onnx", helper.make_node("Concat", ["x", "e"], ["y"], axis=1, name="c0"), [vi("x", [2, 3])],
                                                        [numpy_helper.from_array(np.zeros((2, 0), np.float32), "e")])), 0, r"")
 
@@ -289,6 +291,7 @@ npy_case("complex dtype", npy_bytes("{'descr': '<c8', 'fortran_order': False, 's
 npy_case("big-endian", npy_bytes("{'descr': '>f4', 'fortran_order': False, 'shape': (1, 4), }", b"\0" * 16), r"big-endian")
 npy_case("fortran order", npy_bytes("{'descr': '<f4', 'fortran_order': True, 'shape': (1, 4), }", b"\0" * 16), r"fortran_order=True")
 npy_case("bad shape", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1, x), }", b"\0" * 16), r"bad shape entry")
+npy_case("fuzz: shape entry 'L'", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1, L), }", b"\0" * 16), r"bad shape entry")
 npy_case("truncated data", npy_bytes(good, b"\0" * 9), r"truncated data")
 npy_case("huge declared shape", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (100000000000, 100), }"), r"truncated data|shape too large")
 npy_case("trailing bytes", npy_bytes(good, b"\0" * 20), r"trailing bytes")

@@ -82,7 +82,8 @@ inline std::string read(const std::string& path, Array& a) {
     while (std::getline(ss, tok, ',')) {
         size_t b = tok.find_first_not_of(" "), e = tok.find_last_not_of(" L");
         if (b == std::string::npos) continue;
-        tok = tok.substr(b, e - b + 1);
+        tok = e == std::string::npos || e < b ? std::string() : tok.substr(b, e - b + 1);
+        if (tok.empty()) return "bad shape entry in '" + sh + "'";
         for (char c : tok)
             if (c < '0' || c > '9') return "bad shape entry '" + tok + "'";
         if (tok.size() > 12) return "shape entry too large";
