@@ -10,4 +10,6 @@ build="${BUILD_DIR:-$here/build}"
 # ASan+UBSan over the unit tests, the robustness corpus and a conformance subset
 [ "${ONNX2GGML_SKIP_ASAN:-0}" = 1 ] || "$here/scripts/test-asan.sh"
 # a short fuzz run of every libFuzzer target (the long runs: scripts/fuzz.sh 1800, docs/robustness.md)
-[ "${ONNX2GGML_SKIP_FUZZ:-0}" = 1 ] || "$here/scripts/fuzz.sh" 60
+# A crash found here is printed with its reproducer (build-fuzz/crashes/) but does not fail the run:
+# a minute of random search is not a regression test; every crash found becomes a robustness case.
+[ "${ONNX2GGML_SKIP_FUZZ:-0}" = 1 ] || "$here/scripts/fuzz.sh" 60 || echo "fuzz: CRASH FOUND (see build-fuzz/crashes and build-fuzz/fuzz_*.log)"

@@ -746,7 +746,13 @@ void register_softmax_misc(Registry& r) {
     {
         OpDef d;
         d.op_type = "PRelu";
-        d.infer = infer_same;
+        d.infer = [](OpCtx& c) {  // the slope broadcasts to X (one way), or is per channel (opset < 7)
+            Shape o;
+            bool channel = c.opset() < 7 && c.rank(1) == 1 && c.rank(0) >= 2 && c.shape(1)[0] == c.shape(0)[1];
+            if (!channel && (!broadcast_shapes(c.shape(0), c.shape(1), o) || o != c.shape(0)))
+                c.fail("slope " + shape_str(c.shape(1)) + " does not broadcast to the input " + shape_str(c.shape(0)));
+            infer_same(c);
+        };
         d.lower = [](Lc& c) {
             ggml_tensor* x = c.xc(0);
             if (c.is_const(1) && c.cval(1).numel() == 1) {
