@@ -38,6 +38,12 @@ std::array<int, 4> ggml_permute_axes(const std::vector<int64_t>& perm) {
     return ax;
 }
 
+std::vector<int64_t> inverse_perm(const std::vector<int64_t>& perm) {
+    std::vector<int64_t> inv(perm.size());
+    for (size_t i = 0; i < perm.size(); ++i) inv[size_t(perm[i])] = int64_t(i);
+    return inv;
+}
+
 Shape align_rank(const Shape& s, size_t r) {
     Shape o(r > s.size() ? r - s.size() : 0, 1);
     o.insert(o.end(), s.begin(), s.end());

@@ -15,6 +15,8 @@ std::array<int64_t, 4> to_ne(const Shape& s);     // ggml ne of the canonical sh
 int ggml_dim(int axis, int rank);                 // ONNX axis (normalized) -> ggml dim, -1 if merged
 // ggml_permute's argument for an ONNX Transpose perm of rank <= 4.
 std::array<int, 4> ggml_permute_axes(const std::vector<int64_t>& perm);
+// The permutation that undoes `perm` (ONNX Transpose semantics).
+std::vector<int64_t> inverse_perm(const std::vector<int64_t>& perm);
 // numpy broadcasting of two shapes; false if incompatible.
 bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out);
 // Shape with leading 1s so that it has rank r.

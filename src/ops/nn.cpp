@@ -596,8 +596,7 @@ ggml_tensor* softmax_axis(Lc& c, ggml_tensor* x, const Shape& s, int a, bool log
     if (!perm.empty()) {
         Shape ps;
         for (auto v : perm) ps.push_back(s[v]);
-        std::vector<int64_t> inv(rk);
-        for (int i = 0; i < rk; ++i) inv[perm[i]] = i;
+        std::vector<int64_t> inv = inverse_perm(perm);
         y = transpose_any(c, y, ps, inv);
     }
     return c.reshape(y, s);
@@ -666,8 +665,7 @@ void register_softmax_misc(Registry& r) {
             Shape ps;
             for (auto v : perm) ps.push_back(s[v]);
             ggml_tensor* y = G(c.b, ggml_map_custom1, c.cont(transpose_any(c, c.x(0), s, perm)), o2g::hardmax_rows, GGML_N_TASKS_MAX, nullptr);
-            std::vector<int64_t> inv(rk);
-            for (int i = 0; i < rk; ++i) inv[perm[i]] = i;
+            std::vector<int64_t> inv = inverse_perm(perm);
             c.set(0, transpose_any(c, y, ps, inv));
         };
         r.add(d);
@@ -690,8 +688,7 @@ void register_softmax_misc(Registry& r) {
             for (auto v : perm) ps.push_back(s[v]);
             ggml_tensor* x = c.reshape(c.cont(transpose_any(c, c.x(0), s, perm)), {rows, n});
             ggml_tensor* y = c.reshape(G(c.b, ggml_norm, x, 1e-9f), ps);
-            std::vector<int64_t> inv(rk);
-            for (int i = 0; i < rk; ++i) inv[perm[i]] = i;
+            std::vector<int64_t> inv = inverse_perm(perm);
             c.set(0, transpose_any(c, y, ps, inv));
         };
         r.add(d);
@@ -943,8 +940,7 @@ void lower_resize(Lc& c) {
         ggml_tensor* y = G(c.b, ggml_mul_mat, m, G(c.b, ggml_reshape_2d, t, cur[a], rows));  // [out, rows]
         ps.back() = p.out[a];
         y = c.reshape(y, ps);
-        std::vector<int64_t> inv(rk);
-        for (int i = 0; i < rk; ++i) inv[perm[i]] = i;
+        std::vector<int64_t> inv = inverse_perm(perm);
         x = c.permute(y, inv);
         cur[a] = p.out[a];
     }

@@ -1033,8 +1033,7 @@ void register_shape_ops(Registry& r) {
             }
             ggml_tensor* y = G(c.b, ggml_cumsum, x);
             if (rev) y = gather_axis(c, y, ps, rk - 1, flip);
-            std::vector<int64_t> inv(rk);
-            for (int i = 0; i < rk; ++i) inv[perm[i]] = i;
+            std::vector<int64_t> inv = inverse_perm(perm);
             c.set(0, transpose_any(c, c.cont(y), ps, inv));
         };
         reg(r, d);

@@ -54,6 +54,11 @@ TEST(Layout, PermuteAxesMatchTorchPermute) {
     ggml_free(ctx);
 }
 
+TEST(Layout, InversePermutation) {
+    EXPECT_EQ(inverse_perm({0, 2, 3, 1}), (std::vector<int64_t>{0, 3, 1, 2}));
+    EXPECT_EQ(inverse_perm(inverse_perm({2, 0, 1})), (std::vector<int64_t>{2, 0, 1}));
+}
+
 TEST(Broadcast, NumpyRules) {
     Shape o;
     EXPECT_TRUE(broadcast_shapes({3, 1}, {4}, o));
