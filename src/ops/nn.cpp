@@ -384,6 +384,7 @@ void register_conv_pool(Registry& r) {
         d.op_type = mx ? "GlobalMaxPool" : "GlobalAveragePool";
         d.infer = [](OpCtx& c) {
             Shape o = c.shape(0);
+            if (o.size() < 3) c.fail("input must have rank >= 3, got " + shape_str(o));
             for (size_t i = 2; i < o.size(); ++i) o[i] = 1;
             c.set_out(0, c.dtype(0), o);
         };

@@ -259,6 +259,8 @@ case("fuzz: Concat of different dtypes", run(single("concatdt.onnx", helper.make
                                                    [numpy_helper.from_array(np.array([1, 2], np.int64), "i")])), 2, r"cd.*different dtypes")
 case("fuzz: PRelu slope larger than the input", run(single("prelu.onnx", helper.make_node("PRelu", ["x", "s"], ["y"], name="pr"), [vi("x", [2])],
                                                           [numpy_helper.from_array(np.ones((3, 2), np.float32), "s")])), 2, r"pr.*does not broadcast")
+case("fuzz: GlobalAveragePool of a 1-D input", run(single("gap1.onnx", helper.make_node("GlobalAveragePool", ["x"], ["y"], name="gap"), [vi("x", [4])])), 2,
+     r"gap.*rank >= 3")
 case("fuzz: concat with an empty constant", run(single("concat0.onnx", helper.make_node("Concat", ["x", "e"], ["y"], axis=1, name="c0"), [vi("x", [2, 3])],
                                                        [numpy_helper.from_array(np.zeros((2, 0), np.float32), "e")])), 0, r"")
 
