@@ -1,5 +1,7 @@
 #include "lower/layout.h"
 
+#include <algorithm>
+
 #include "util/error.h"
 
 namespace onnx2ggml {
@@ -58,6 +60,43 @@ bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out) {
         if (x[i] == y[i] || y[i] == 1) out[i] = x[i];
         else if (x[i] == 1) out[i] = y[i];
         else return false;
+    }
+    return true;
+}
+
+bool view_strides(const std::array<int64_t, 4>& ne, const std::array<size_t, 4>& nb,
+                  const std::array<int64_t, 4>& new_ne, std::array<size_t, 4>& new_nb) {
+    // Walk both shapes from the innermost dim out, in chunks of old dims that are contiguous
+    // among themselves; each chunk must be covered exactly by a run of new dims.
+    int64_t numel = 1, new_numel = 1;
+    for (int i = 0; i < 4; ++i) numel *= ne[i], new_numel *= new_ne[i];
+    if (numel != new_numel) return false;
+    if (numel == 0) {  // nothing to read: any strides do
+        new_nb[0] = nb[0];
+        for (int i = 1; i < 4; ++i) new_nb[i] = new_nb[i - 1] * size_t(std::max<int64_t>(1, new_ne[i - 1]));
+        return true;
+    }
+    int v = 0;                    // next new dim to place
+    size_t base = nb[0];          // stride of the current chunk's innermost element
+    int64_t chunk = 1, placed = 1;
+    for (int d = 0; d < 4; ++d) {
+        chunk *= ne[d];
+        bool chunk_ends = d == 3 || (ne[d + 1] != 1 && nb[d + 1] != size_t(chunk) * base);
+        if (!chunk_ends) continue;
+        while (v < 4 && (placed < chunk || new_ne[v] == 1)) {
+            new_nb[v] = size_t(placed) * base;
+            placed *= new_ne[v];
+            ++v;
+        }
+        if (placed != chunk) return false;
+        if (d < 3) {
+            base = nb[d + 1];
+            chunk = placed = 1;
+        }
+    }
+    for (; v < 4; ++v) {  // trailing size-1 dims
+        if (new_ne[v] != 1) return false;
+        new_nb[v] = v > 0 ? new_nb[v - 1] * size_t(new_ne[v - 1]) : nb[0];
     }
     return true;
 }

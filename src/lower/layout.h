@@ -21,5 +21,10 @@ std::vector<int64_t> inverse_perm(const std::vector<int64_t>& perm);
 bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out);
 // Shape with leading 1s so that it has rank r.
 Shape align_rank(const Shape& s, size_t r);
+// Byte strides (ggml nb, innermost first) under which a tensor of ggml sizes `ne` and strides
+// `nb` can be read with sizes `new_ne` without copying (PyTorch's view rule: merged dims must be
+// contiguous among themselves, splits are always possible). False when only a copy can do it.
+bool view_strides(const std::array<int64_t, 4>& ne, const std::array<size_t, 4>& nb,
+                  const std::array<int64_t, 4>& new_ne, std::array<size_t, 4>& new_nb);
 
 }  // namespace onnx2ggml

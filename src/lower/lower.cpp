@@ -55,7 +55,21 @@ void LowerCtx::set(int i, ggml_tensor* t) {
 }
 
 ggml_tensor* LowerCtx::cont(ggml_tensor* t) {
-    return ggml_is_contiguous(t) ? t : G(b, ggml_cont, t);
+    if (ggml_is_contiguous(t)) return t;
+    ggml_tensor*& c = st_.cont_of[t];  // several consumers of one view share its copy
+    if (!c) c = G(b, ggml_cont, t);
+    return c;
+}
+
+ggml_tensor* LowerCtx::reshape_view(ggml_tensor* t, const Shape& s) {
+    auto ne = to_ne(s);
+    if (ggml_is_contiguous(t) || ggml_nelements(t) != shape_numel(s)) return reshape(t, s);
+    if (t->ne[0] == ne[0] && t->ne[1] == ne[1] && t->ne[2] == ne[2] && t->ne[3] == ne[3]) return t;
+    std::array<size_t, 4> nb;
+    std::array<int64_t, 4> old_ne = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
+    std::array<size_t, 4> old_nb = {t->nb[0], t->nb[1], t->nb[2], t->nb[3]};
+    if (!view_strides(old_ne, old_nb, ne, nb) || (ne[0] > 1 && nb[0] != ggml_type_size(t->type))) return reshape(t, s);
+    return G(b, ggml_view_4d, t, ne[0], ne[1], ne[2], ne[3], nb[1], nb[2], nb[3], size_t(0));
 }
 
 ggml_tensor* LowerCtx::reshape(ggml_tensor* t, const Shape& s) {

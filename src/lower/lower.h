@@ -13,6 +13,7 @@ struct LowerState {
     Builder& b;
     std::vector<ggml_tensor*> vmap;        // value id -> ggml tensor
     std::unordered_map<int, ggml_tensor*> weight_of;  // value id -> weight tensor
+    std::unordered_map<ggml_tensor*, ggml_tensor*> cont_of;  // one ggml_cont per non-contiguous tensor
 };
 
 class LowerCtx : public OpCtx {
@@ -27,7 +28,10 @@ public:
     void set(int i, ggml_tensor* t);             // result of output i, checked against its shape
 
     ggml_tensor* cont(ggml_tensor* t);           // ggml_cont only if not contiguous
-    ggml_tensor* reshape(ggml_tensor* t, const Shape& s);    // to the canonical ne of s
+    ggml_tensor* reshape(ggml_tensor* t, const Shape& s);    // to the canonical ne of s (contiguous if ne changes)
+    // Reshape as a strided view when the strides allow it (PyTorch's view rule), else cont + reshape.
+    // The result may be non-contiguous: for graph-level Reshape/Flatten/Squeeze/Unsqueeze.
+    ggml_tensor* reshape_view(ggml_tensor* t, const Shape& s);
     ggml_tensor* permute(ggml_tensor* t, const std::vector<int64_t>& perm);  // ONNX perm, rank <= 4 (view)
     // a view of t restricted to [start, start+len) with step along ggml dim d
     ggml_tensor* slice(ggml_tensor* t, int d, int64_t start, int64_t len, int64_t step = 1);

@@ -315,8 +315,10 @@ ggml_tensor* matmul(Lc& c, int ia, int ib, Shape sa, Shape sb, bool trans_a, boo
             std::vector<int64_t> p;
             for (size_t i = 0; i < sb.size(); ++i) p.push_back(int64_t(i));
             std::swap(p[sb.size() - 1], p[sb.size() - 2]);
-            x = c.cont(c.permute(x, p));
+            x = c.permute(x, p);
         }
+        // ggml_mul_mat reads its first operand through its strides: only the K dim must be dense
+        if (x->nb[0] != ggml_type_size(x->type)) x = c.cont(x);
     }
     if (trans_b) std::swap(sb[sb.size() - 1], sb[sb.size() - 2]);  // sb now [.., K, N]
     ggml_tensor* y;
@@ -487,6 +489,37 @@ void register_norm(Registry& r) {
     }
 }
 
+// Internal ops of the normalization fusions (src/passes/fuse_norm.cpp).
+void register_fused_norm(Registry& r) {
+    {
+        OpDef d;  // o2g.GroupNorm(x [N, C, ...], gamma?, beta?; num_groups, epsilon)
+        d.op_type = "o2g.GroupNorm";
+        d.infer = infer_same;
+        d.lower = [](Lc& c) {
+            const Shape& s = c.shape(0);
+            int64_t N = s[0], C = s[1], S = shape_numel(s) / std::max<int64_t>(1, N * C);
+            // ggml [S, 1, C, N]: ggml_group_norm normalizes groups of ne[2] over ne[0] x ne[1]
+            ggml_tensor* y = G(c.b, ggml_group_norm, c.reshape(c.x(0), {N, C, 1, S}), int(c.ai("num_groups", 1)), c.af("epsilon", 1e-5f));
+            if (c.has(1)) y = G(c.b, ggml_mul, y, c.reshape(c.x(1), {C, 1, 1}));
+            if (c.has(2)) y = G(c.b, ggml_add, y, c.reshape(c.x(2), {C, 1, 1}));
+            c.set(0, c.reshape(y, s));
+        };
+        r.add(d);
+    }
+    {
+        OpDef d;  // o2g.Norm(x; epsilon): (x - mean) / sqrt(var + eps) over the last axis
+        d.op_type = "o2g.Norm";
+        d.infer = infer_same;
+        d.lower = [](Lc& c) {
+            const Shape& s = c.shape(0);
+            int64_t q = s.empty() ? 1 : s.back(), p = shape_numel(s) / std::max<int64_t>(1, q);
+            ggml_tensor* y = G(c.b, ggml_norm, c.cont(c.reshape(c.x(0), {p, q})), c.af("epsilon", 1e-5f));
+            c.set(0, c.reshape(y, s));
+        };
+        r.add(d);
+    }
+}
+
 void register_matmul(Registry& r) {
     {
         OpDef d;
@@ -633,7 +666,45 @@ ggml_tensor* nll_loss(Lc& c, ggml_tensor* logp) {
     return G(c.b, ggml_scale, sum, float(1.0 / wsum));
 }
 
+// o2g.SoftmaxExt(x, mask?; scale, shape, out_shape) of src/passes/fuse_softmax.cpp:
+// softmax over the last axis of x * scale + mask, x and mask seen in `shape` (rank <= 4).
+void lower_softmax_ext(Lc& c) {
+    Shape s = c.ais("shape");
+    if (shape_numel(s) != shape_numel(c.shape(0)) || s.empty() || s.size() > 4) internal_error(c.where() + ": bad fused softmax shape");
+    ggml_tensor* x = c.cont(c.reshape(c.x(0), s));
+    ggml_tensor* mask = nullptr;
+    if (c.has(1)) {
+        // the constant mask broadcast over the last two dims (ggml_soft_max_ext broadcasts the others)
+        size_t r = s.size();
+        Shape ms = align_rank(c.shape(1), r);
+        Shape t = ms;
+        for (size_t i = r >= 2 ? r - 2 : 0; i < r; ++i) t[i] = s[i];
+        const Tensor& m = c.cval(1);
+        Tensor full = Tensor::zeros(DType::F32, t);
+        auto st_m = strides_of(ms), st_t = strides_of(t);
+        for (int64_t i = 0; i < full.numel(); ++i) {
+            int64_t rem = i, src = 0;
+            for (size_t k = 0; k < r; ++k) {
+                int64_t idx = rem / st_t[k];
+                rem %= st_t[k];
+                if (ms[k] != 1) src += idx * st_m[k];
+            }
+            full.setf(i, m.getf(src));
+        }
+        mask = c.constant(full);
+    }
+    ggml_tensor* y = G(c.b, ggml_soft_max_ext, x, mask, c.af("scale", 1.0f), 0.0f);
+    c.set(0, c.reshape(y, c.out(0).shape));
+}
+
 void register_softmax_misc(Registry& r) {
+    {
+        OpDef d;
+        d.op_type = "o2g.SoftmaxExt";
+        d.infer = [](OpCtx& c) { c.set_out(0, DType::F32, c.ais("out_shape")); };
+        d.lower = lower_softmax_ext;
+        r.add(d);
+    }
     for (bool logsm : {false, true}) {
         OpDef d;
         d.op_type = logsm ? "LogSoftmax" : "Softmax";
@@ -965,6 +1036,7 @@ void register_nn(Registry& r) {
     register_conv_pool(r);
     register_norm(r);
     register_matmul(r);
+    register_fused_norm(r);
     register_softmax_misc(r);
     register_resize(r);
 }

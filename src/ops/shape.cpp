@@ -459,7 +459,7 @@ void register_shape_ops(Registry& r) {
         d.host_inputs = host_inputs;
         d.infer = [rule](OpCtx& c) { c.set_out(0, c.dtype(0), rule(c)); };
         d.eval = [rule](OpCtx& c) { c.set_const(0, c.cval(0).reshaped(rule(c))); };
-        d.lower = [](Lc& c) { c.set(0, c.reshape(c.x(0), c.out(0).shape)); };
+        d.lower = [](Lc& c) { c.set(0, c.reshape_view(c.x(0), c.out(0).shape)); };
         reg(r, d);
     };
     reshape_like("Reshape", reshape_target, {1});

@@ -1,39 +1,16 @@
-// Fusion passes: patterns of exported graphs rewritten into single ops that ggml has
-// fused kernels for. Each pass is named and can be disabled (CompileOptions).
+// The pass manager and the activation fusions. Each pass is named and can be disabled
+// (CompileOptions); optimize() runs them in order until none changes the graph.
 //   fuse_gelu: x * 0.5 * (1 + erf(x / sqrt(2)))  (any operand order)  -> Gelu
 //   fuse_silu: x * sigmoid(x)                                          -> o2g.Silu
+// The normalization and attention-score fusions are in fuse_norm.cpp and fuse_softmax.cpp,
+// the algebraic simplifications in simplify.cpp.
 #include <algorithm>
 #include <cmath>
 
+#include "passes/match.h"
 #include "passes/pipeline.h"
 
 namespace onnx2ggml {
-namespace {
-
-struct Uses {
-    std::vector<int> count;
-    explicit Uses(const Graph& g) : count(g.values.size(), 0) {
-        for (auto& n : g.nodes)
-            if (!n.folded)
-                for (int i : n.inputs) if (i >= 0) count[i]++;
-        for (int o : g.outputs) count[o] += 1000;  // graph outputs are never internal
-    }
-};
-
-const Node* producer(const Graph& g, int v) {
-    if (v < 0 || g.values[v].producer < 0) return nullptr;
-    const Node& n = g.nodes[g.values[v].producer];
-    return n.folded ? nullptr : &n;
-}
-
-bool is_scalar_const(const Graph& g, int v, double want, double tol) {
-    if (v < 0 || !g.values[v].constant || g.values[v].constant->numel() != 1) return false;
-    return std::fabs(g.values[v].constant->getf(0) - want) <= tol;
-}
-
-// the other operand of a binary node, given one of them
-int other(const Node& n, int v) { return n.inputs[0] == v ? n.inputs[1] : (n.inputs[1] == v ? n.inputs[0] : -2); }
-
 bool fuse_gelu(Graph& g) {
     bool changed = false;
     Uses uses(g);
@@ -101,13 +78,16 @@ bool fuse_silu(Graph& g) {
     return changed;
 }
 
-}  // namespace
-
 std::vector<std::string> optimize(Graph& g, const CompileOptions& opts) {
     std::vector<std::string> applied;
     if (!opts.optimize) return applied;
     struct Pass { const char* name; bool (*fn)(Graph&); };
-    const Pass passes[] = {{"fuse_gelu", fuse_gelu}, {"fuse_silu", fuse_silu}};
+    const Pass passes[] = {{"eliminate_identity_arithmetic", eliminate_identity_arithmetic},
+                           {"fuse_gelu", fuse_gelu},
+                           {"fuse_silu", fuse_silu},
+                           {"fuse_groupnorm", fuse_groupnorm},
+                           {"fuse_layernorm", fuse_layernorm},
+                           {"fuse_softmax_ext", fuse_softmax_ext}};
     for (int round = 0; round < 8; ++round) {
         bool any = false;
         for (const Pass& p : passes) {

@@ -157,7 +157,7 @@ std::vector<bool> live_nodes(const Graph& g) {
 }
 
 void lower_graph(Graph& g, Builder& b) {
-    LowerState st{b, std::vector<ggml_tensor*>(g.values.size(), nullptr), {}};
+    LowerState st{b, std::vector<ggml_tensor*>(g.values.size(), nullptr), {}, {}};
     for (size_t k = 0; k < g.inputs.size(); ++k) {
         Value& v = g.values[g.inputs[k]];
         ggml_type t = ggml_type_for(v.dtype);

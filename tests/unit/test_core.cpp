@@ -59,6 +59,31 @@ TEST(Layout, InversePermutation) {
     EXPECT_EQ(inverse_perm(inverse_perm({2, 0, 1})), (std::vector<int64_t>{2, 0, 1}));
 }
 
+TEST(Layout, ViewStridesFollowTorchViewRule) {
+    using A = std::array<int64_t, 4>;
+    using B = std::array<size_t, 4>;
+    B nb;
+    // contiguous [4,3,2] (ggml ne) -> [12,2]: always a view, contiguous strides
+    ASSERT_TRUE(view_strides(A{4, 3, 2, 1}, B{4, 16, 48, 96}, A{12, 2, 1, 1}, nb));
+    EXPECT_EQ(nb[1], 48u);
+    // heads split then permuted (ONNX [1,S=5,H=2,D=3] -> perm 0,2,1,3 -> ggml ne [D,S,H,1]):
+    // merging H with the batch of 1 is a view; merging D with S is not
+    B perm_nb = {4, 24, 12, 120};
+    ASSERT_TRUE(view_strides(A{3, 5, 2, 1}, perm_nb, A{3, 5, 2, 1}, nb));
+    ASSERT_TRUE(view_strides(A{3, 5, 2, 1}, perm_nb, A{3, 5, 1, 2}, nb));
+    EXPECT_EQ(nb[1], 24u);
+    EXPECT_EQ(nb[3], 12u);
+    EXPECT_FALSE(view_strides(A{3, 5, 2, 1}, perm_nb, A{15, 2, 1, 1}, nb));
+    // a transposed matrix cannot be flattened, but it can be split along its outer dim
+    EXPECT_FALSE(view_strides(A{3, 4, 1, 1}, B{16, 4, 48, 48}, A{12, 1, 1, 1}, nb));
+    ASSERT_TRUE(view_strides(A{3, 4, 1, 1}, B{16, 4, 48, 48}, A{3, 2, 2, 1}, nb));
+    EXPECT_EQ(nb[0], 16u);
+    EXPECT_EQ(nb[1], 4u);
+    EXPECT_EQ(nb[2], 8u);
+    // element counts must agree
+    EXPECT_FALSE(view_strides(A{3, 4, 1, 1}, B{4, 12, 48, 48}, A{13, 1, 1, 1}, nb));
+}
+
 TEST(Broadcast, NumpyRules) {
     Shape o;
     EXPECT_TRUE(broadcast_shapes({3, 1}, {4}, o));
