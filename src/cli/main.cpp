@@ -33,7 +33,8 @@ const char* kUsage =
     "  check   TESTDIR   (an ONNX backend-test folder: model.onnx + test_data_set_*/)\n"
     "  bench   MODEL [--input ... | --random-inputs SEED] [--repeat N] [--warmup W] [--threads N] [--backend B]\n"
     "  ops     (list the supported ONNX operators)\n"
-    "common: --max-memory SIZE (e.g. 4G; default: physical memory), --freeze NAME=FILE.npy (bind a graph input to a value at compile time), --no-optimize, --disable-pass NAME\n"
+    "common: --max-memory SIZE (e.g. 4G; default: physical memory), --freeze NAME=FILE.npy (bind a graph input to a value at compile time), --no-optimize, --disable-pass NAME,\n"
+    "        --weights f32|f16 (MatMul/Gemm/Conv weights stored as F16 in the runtime and the GGUF; default f32)\n"
     "exit codes: 0 ok, 1 numeric mismatch, 2 bad usage or input, 3 unsupported model, 4 internal error\n";
 
 struct Args {
@@ -41,7 +42,7 @@ struct Args {
     std::vector<std::pair<std::string, std::string>> inputs, expects;
     CompileOptions copts;
     int threads = 0, repeat = 10, warmup = 2;
-    bool json = false, ggml = false, has_seed = false;
+    bool json = false, ggml = false, has_seed = false, f16 = false;
     uint64_t seed = 0;
     double rtol = 1e-3, atol = 1e-7;
 };
@@ -96,6 +97,11 @@ Args parse(int argc, char** argv) {
         else if (s == "--json") a.json = true;
         else if (s == "--ggml") a.ggml = true;
         else if (s == "--no-optimize") a.copts.optimize = false;
+        else if (s == "--weights") {
+            std::string w = next();
+            if (w != "f16" && w != "f32") bad_input("--weights takes f32 or f16, not '" + w + "'");
+            a.f16 = w == "f16";
+        }
         else if (s == "--disable-pass") a.copts.disabled_passes.push_back(next());
         else if (s == "-h" || s == "--help") { std::cout << kUsage; exit(0); }
         else if (!s.empty() && s[0] == '-') bad_input("unknown option '" + s + "'\n" + kUsage);
@@ -252,7 +258,7 @@ void write_outputs(const Graph& g, const std::vector<Tensor>& outs, const std::s
 int cmd_run(const Args& a) {
     Graph g = prepare(a.model, a.copts);
     std::vector<Tensor> ins = gather_inputs(g, a);
-    Session s(g, SessionOptions{a.backend, a.threads});
+    Session s(g, SessionOptions{a.backend, a.threads, a.f16, true});
     auto outs = s.run(ins);
     write_outputs(g, outs, a.output_dir.empty() ? "." : a.output_dir);
     for (size_t k = 0; k < outs.size(); ++k)
@@ -263,7 +269,7 @@ int cmd_run(const Args& a) {
 int cmd_compile(const Args& a) {
     if (a.outdir.empty()) bad_input("compile needs -o OUTDIR");
     Graph g = prepare(a.model, a.copts);
-    EmitReport r = emit_project(g, a.outdir, a.model);
+    EmitReport r = emit_project(g, a.outdir, a.model, a.f16);
     std::cout << "wrote " << a.outdir << ": model.cpp (" << r.lines << " lines), model.h, main.cpp, npy.h, o2g_kernels.h, CMakeLists.txt, model.gguf ("
               << r.weights << " weights, " << r.weight_bytes << " bytes)\n"
               << "build: cmake -S " << a.outdir << " -B " << a.outdir << "/build && cmake --build " << a.outdir << "/build\n";
@@ -375,7 +381,7 @@ int cmd_check(const Args& a) {
             std::vector<Tensor> exp;
             for (auto& f : list_dir(sd, "output_")) exp.push_back(load_tensor_pb(sd + "/" + f));
             if (exp.size() != g.outputs.size()) bad_input(sd + ": " + std::to_string(exp.size()) + " output files for " + std::to_string(g.outputs.size()) + " graph outputs");
-            Session s(g, SessionOptions{a.backend, a.threads});
+            Session s(g, SessionOptions{a.backend, a.threads, a.f16, false});
             auto outs = s.run(ins);
             all &= report(g, outs, exp, a, set + " ");
         }
@@ -391,7 +397,7 @@ int cmd_check(const Args& a) {
         if (it == ef.end()) bad_input("no --expect for output '" + g.values[id].name + "'");
         exp.push_back(read_npy(it->second));
     }
-    Session s(g, SessionOptions{a.backend, a.threads});
+    Session s(g, SessionOptions{a.backend, a.threads, a.f16, true});
     bool all = report(g, s.run(ins), exp, a, "");
     printf("%s\n", all ? "PASS" : "FAIL");
     return all ? 0 : kExitMismatch;
@@ -402,7 +408,7 @@ int cmd_bench(const Args& a) {
     Args b = a;
     if (b.inputs.empty() && !b.has_seed) { b.has_seed = true; b.seed = 0; }
     std::vector<Tensor> ins = gather_inputs(g, b);
-    Session s(g, SessionOptions{a.backend, a.threads});
+    Session s(g, SessionOptions{a.backend, a.threads, a.f16, true});
     for (int i = 0; i < a.warmup; ++i) s.run(ins);
     std::vector<double> ms;
     for (int i = 0; i < a.repeat; ++i) {

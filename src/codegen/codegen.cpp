@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -41,10 +42,24 @@ void write_gguf(const std::string& path, const std::vector<Weight>& weights, con
     for (const auto& w : weights) {
         ggml_tensor* t = ggml_dup_tensor(tctx, w.t);
         ggml_set_name(t, w.t->name);
-        t->data = const_cast<uint8_t*>(w.host.data());  // written from the host copy, never duplicated
-        gguf_add_tensor(gg, t);
+        gguf_add_tensor(gg, t);  // header only: the data follows, one weight at a time
     }
-    bool ok = gguf_write_to_file(gg, path.c_str(), false);
+    size_t align = gguf_get_alignment(gg);
+    FILE* f = std::fopen(path.c_str(), "wb");
+    bool ok = f && gguf_write_to_file_ptr(gg, f, true);
+    static const char zeros[64] = {0};
+    auto pad = [&]() {
+        long pos = std::ftell(f);
+        size_t n = pos < 0 ? 0 : (align - size_t(pos) % align) % align;
+        return pos >= 0 && std::fwrite(zeros, 1, n, f) == n;
+    };
+    for (size_t i = 0; ok && i < weights.size(); ++i) {
+        ok = pad();
+        Tensor d = weights[i].data();
+        ok = ok && std::fwrite(d.data(), 1, d.nbytes(), f) == d.nbytes();
+    }
+    ok = ok && (weights.empty() || pad());
+    if (f && std::fclose(f) != 0) ok = false;
     gguf_free(gg);
     ggml_free(tctx);
     if (!ok) bad_input(path + ": cannot write GGUF file");
@@ -64,12 +79,12 @@ static std::string io_table(const Graph& g, const std::vector<int>& ids, const c
     return s.str();
 }
 
-EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& model_path) {
+EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& model_path, bool f16_weights) {
     for (int id : g.inputs)
         if (g.values[id].shape.size() > 8) unsupported(g.path + ": input rank above 8");
     for (int id : g.outputs)
         if (g.values[id].shape.size() > 8) unsupported(g.path + ": output rank above 8");
-    auto bg = build_graph(g, true);
+    auto bg = build_graph(g, true, f16_weights);
     Builder& b = *bg->b;
     make_dirs(outdir);
 
@@ -116,7 +131,7 @@ EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& 
 
     EmitReport r;
     r.weights = b.weights.size();
-    for (auto& w : b.weights) r.weight_bytes += w.host.nbytes();
+    for (auto& w : b.weights) r.weight_bytes += ggml_nbytes(w.t);
     r.lines = b.lines.size();
     return r;
 }

@@ -9,9 +9,10 @@ namespace onnx2ggml {
 
 struct EmitReport { size_t weights = 0, weight_bytes = 0, lines = 0; };
 
-EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& model_path);
+EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& model_path, bool f16_weights = false);
 
-// GGUF weights writer (also used by the tests' round trip).
+// GGUF weights writer (also used by the tests' round trip): the tensor data is written one
+// weight at a time (Weight::data), after the header.
 struct Weight;
 void write_gguf(const std::string& path, const std::vector<Weight>& weights, const std::vector<std::pair<std::string, std::string>>& meta);
 

@@ -1,5 +1,13 @@
 #include "ir/tensor.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -63,7 +71,7 @@ Tensor Tensor::zeros(DType t, const Shape& s) {
     int64_t n = shape_numel(s);
     if (n > (int64_t(1) << 40) / int64_t(dtype_size(t))) bad_input("tensor of shape " + shape_str(s) + " is too large");
     check_memory(uint64_t(n) * dtype_size(t), "a tensor of shape " + shape_str(s));
-    r.buf = std::make_shared<std::vector<uint8_t>>(size_t(n) * dtype_size(t));
+    r.buf = heap_storage(size_t(n) * dtype_size(t));
     return r;
 }
 
@@ -97,7 +105,7 @@ static uint16_t f32_to_bf16(float f) {  // round to nearest even, as ONNX Runtim
 }
 
 double Tensor::getf(int64_t i) const {
-    const uint8_t* p = buf->data();
+    const uint8_t* p = buf->data;
     switch (dtype) {
         case DType::F32: return reinterpret_cast<const float*>(p)[i];
         case DType::F64: return reinterpret_cast<const double*>(p)[i];
@@ -109,7 +117,7 @@ double Tensor::getf(int64_t i) const {
 }
 
 int64_t Tensor::geti(int64_t i) const {
-    const uint8_t* p = buf->data();
+    const uint8_t* p = buf->data;
     switch (dtype) {
         case DType::I64: return reinterpret_cast<const int64_t*>(p)[i];
         case DType::I32: return reinterpret_cast<const int32_t*>(p)[i];
@@ -130,7 +138,7 @@ int64_t Tensor::geti(int64_t i) const {
 }
 
 void Tensor::setf(int64_t i, double v) {
-    uint8_t* p = buf->data();
+    uint8_t* p = buf->data;
     switch (dtype) {
         case DType::F32: reinterpret_cast<float*>(p)[i] = float(v); return;
         case DType::F64: reinterpret_cast<double*>(p)[i] = v; return;
@@ -149,7 +157,7 @@ void Tensor::setf(int64_t i, double v) {
 }
 
 void Tensor::seti(int64_t i, int64_t v) {
-    uint8_t* p = buf->data();
+    uint8_t* p = buf->data;
     switch (dtype) {
         case DType::I64: reinterpret_cast<int64_t*>(p)[i] = v; return;
         case DType::I32: reinterpret_cast<int32_t*>(p)[i] = int32_t(v); return;
@@ -186,6 +194,59 @@ Tensor Tensor::cast(DType t) const {
         else r.setf(i, getf(i));
     }
     return r;
+}
+
+Tensor Tensor::transposed_last2() const {
+    Shape s = shape;
+    size_t r = s.size();
+    if (r < 2) internal_error("transposed_last2 of a tensor of rank < 2");
+    int64_t R = s[r - 2], C = s[r - 1], B = numel() / std::max<int64_t>(1, R * C);
+    std::swap(s[r - 2], s[r - 1]);
+    Tensor o = zeros(dtype, s);
+    size_t es = dtype_size(dtype);
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t i = 0; i < R; ++i)
+            for (int64_t j = 0; j < C; ++j)
+                std::memcpy(o.data() + size_t((b * C + j) * R + i) * es, data() + size_t((b * R + i) * C + j) * es, es);
+    return o;
+}
+
+namespace {
+struct HeapStorage : Storage {
+    std::vector<uint8_t> v;
+    explicit HeapStorage(size_t n) : v(n) { data = v.data(); size = n; }
+};
+struct StringStorage : Storage {
+    std::string s;
+    explicit StringStorage(std::string&& b) : s(std::move(b)) { data = reinterpret_cast<uint8_t*>(&s[0]); size = s.size(); }
+};
+struct MappedStorage : Storage {
+    void* base = nullptr;
+    size_t len = 0;
+    ~MappedStorage() override { if (base) munmap(base, len); }
+};
+}  // namespace
+
+std::shared_ptr<Storage> heap_storage(size_t n) { return std::make_shared<HeapStorage>(n); }
+
+std::shared_ptr<Storage> string_storage(std::string&& bytes) { return std::make_shared<StringStorage>(std::move(bytes)); }
+
+std::shared_ptr<Storage> map_file(const std::string& path, int64_t offset, int64_t length) {
+    if (offset < 0 || length < 0) bad_input(path + ": negative offset or length");
+    if (length == 0) return heap_storage(0);
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) bad_input(path + ": cannot open: " + std::strerror(errno));
+    size_t page = size_t(sysconf(_SC_PAGESIZE));
+    size_t start = size_t(offset) / page * page, skip = size_t(offset) - start;
+    auto m = std::make_shared<MappedStorage>();
+    m->len = skip + size_t(length);
+    void* p = mmap(nullptr, m->len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, off_t(start));
+    close(fd);
+    if (p == MAP_FAILED) bad_input(path + ": cannot map " + std::to_string(length) + " bytes at offset " + std::to_string(offset) + ": " + std::strerror(errno));
+    m->base = p;
+    m->data = static_cast<uint8_t*>(p) + skip;
+    m->size = size_t(length);
+    return m;
 }
 
 }  // namespace onnx2ggml

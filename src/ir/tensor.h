@@ -24,10 +24,23 @@ using Shape = std::vector<int64_t>;
 int64_t shape_numel(const Shape& s);  // throws on overflow or negative dims
 std::string shape_str(const Shape& s);
 
+// The bytes behind a tensor: owned heap memory, a string taken over from a parsed protobuf,
+// or a read-only file mapping (external data). Shared between tensors that are views of it.
+struct Storage {
+    virtual ~Storage() = default;
+    uint8_t* data = nullptr;
+    size_t size = 0;
+};
+std::shared_ptr<Storage> heap_storage(size_t n);                 // zero-filled
+std::shared_ptr<Storage> string_storage(std::string&& bytes);      // takes the string over, no copy
+// Maps [offset, offset + length) of a file copy-on-write (pages are read on first touch and
+// released with the last tensor using them). Throws Error(2) naming the file on failure.
+std::shared_ptr<Storage> map_file(const std::string& path, int64_t offset, int64_t length);
+
 struct Tensor {
     DType dtype = DType::Undefined;
     Shape shape;
-    std::shared_ptr<std::vector<uint8_t>> buf;
+    std::shared_ptr<Storage> buf;
 
     static Tensor zeros(DType t, const Shape& s);
     static Tensor from_i64(const std::vector<int64_t>& v, const Shape& s);
@@ -35,11 +48,11 @@ struct Tensor {
     static Tensor scalar_i64(int64_t v) { return from_i64({v}, {}); }
 
     int64_t numel() const { return shape_numel(shape); }
-    size_t nbytes() const { return buf ? buf->size() : 0; }
-    const uint8_t* data() const { return buf->data(); }
-    uint8_t* data() { return buf->data(); }
-    template <class T> const T* ptr() const { return reinterpret_cast<const T*>(buf->data()); }
-    template <class T> T* ptr() { return reinterpret_cast<T*>(buf->data()); }
+    size_t nbytes() const { return buf ? buf->size : 0; }
+    const uint8_t* data() const { return buf->data; }
+    uint8_t* data() { return buf->data; }
+    template <class T> const T* ptr() const { return reinterpret_cast<const T*>(buf->data); }
+    template <class T> T* ptr() { return reinterpret_cast<T*>(buf->data); }
 
     double getf(int64_t i) const;
     int64_t geti(int64_t i) const;
@@ -47,7 +60,8 @@ struct Tensor {
     void seti(int64_t i, int64_t v);
     std::vector<int64_t> to_i64() const;
     std::vector<float> to_f32() const;
-    Tensor cast(DType t) const;
+    Tensor cast(DType t) const;                 // shares the storage when t == dtype
+    Tensor transposed_last2() const;            // host transpose of the last two dims (a copy)
     Tensor reshaped(const Shape& s) const { Tensor r = *this; r.shape = s; return r; }
 };
 

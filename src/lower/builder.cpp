@@ -37,17 +37,31 @@ void Builder::emit(ggml_tensor* r, const char* fn, std::vector<std::string> args
     vars_[r] = v;
 }
 
-ggml_tensor* Builder::weight(const Tensor& host, ggml_type type, const std::string& onnx_name) {
+Tensor Weight::data() const {
+    Tensor h = transpose ? host.transposed_last2() : host;
+    switch (t->type) {
+        case GGML_TYPE_F32: h = h.cast(DType::F32); break;
+        case GGML_TYPE_F16: h = h.cast(DType::F16); break;
+        case GGML_TYPE_I32: h = h.cast(DType::I32); break;
+        default: internal_error(std::string("weight of ggml type ") + ggml_type_name(t->type));
+    }
+    if (h.nbytes() != ggml_nbytes(t)) internal_error("weight data size differs from its ggml tensor");
+    return h;
+}
+
+ggml_tensor* Builder::weight(const Tensor& host, ggml_type type, const std::string& onnx_name, bool transpose) {
     int64_t ne[4] = {1, 1, 1, 1};
     int r = int(host.shape.size());
     if (r > 4) internal_error("weight of rank > 4 must be reshaped before upload");
+    if (transpose && r < 2) internal_error("transposed weight of rank < 2");
     for (int i = 0; i < r; ++i) ne[i] = host.shape[r - 1 - i];
+    if (transpose) std::swap(ne[0], ne[1]);
     reserve(wctx);
     ggml_tensor* t = ggml_new_tensor(wctx, type, 4, ne);
     std::string wname = "w" + std::to_string(weights.size());
     ggml_set_name(t, wname.c_str());
     if (record_) vars_[t] = "w[" + std::to_string(weights.size()) + "]";
-    weights.push_back(Weight{onnx_name, host, t});
+    weights.push_back(Weight{onnx_name, host, t, transpose});
     return t;
 }
 

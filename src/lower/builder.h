@@ -12,10 +12,16 @@
 
 namespace onnx2ggml {
 
+// A weight of the graph. `host` is its source (often the initializer's own storage: a file
+// mapping or the bytes taken over from the protobuf); the stored form (ggml type, last-two-dims
+// transpose) is made by data() one weight at a time, when it is uploaded or written to GGUF, so
+// that no second copy of all weights is ever held.
 struct Weight {
     std::string onnx_name;  // value it came from ("" for derived constants)
-    Tensor host;            // data, already in the ggml dtype/layout it is stored in
+    Tensor host;            // source data, row-major, rank <= 4
     ggml_tensor* t = nullptr;
+    bool transpose = false; // store host transposed in its last two dims
+    Tensor data() const;    // the bytes as stored: ggml_nbytes(t) of them
 };
 
 class Builder {
@@ -34,7 +40,8 @@ public:
         return r;
     }
 
-    ggml_tensor* weight(const Tensor& host, ggml_type type, const std::string& onnx_name);
+    ggml_tensor* weight(const Tensor& host, ggml_type type, const std::string& onnx_name, bool transpose = false);
+    bool f16_weights = false;  // store MatMul/Gemm/Conv weights as F16 (--weights f16)
     ggml_tensor* input(int index, ggml_type type, const int64_t ne[4], const std::string& onnx_name);
     void name(ggml_tensor* t, const std::string& onnx_name);
     void comment(const std::string& text);

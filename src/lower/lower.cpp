@@ -13,12 +13,15 @@ ggml_type ggml_type_for(DType t) {
 }
 
 ggml_tensor* LowerCtx::constant(const Tensor& t, ggml_type type) {
-    Tensor h = t.reshaped(canonical4(t.shape));
-    if (type == GGML_TYPE_F32) h = h.cast(DType::F32);
-    else if (type == GGML_TYPE_I32) h = h.cast(DType::I32);
-    else if (type == GGML_TYPE_F16) h = h.cast(DType::F16);
-    else internal_error("constant of unsupported ggml type");
-    return b.weight(h, type, "");
+    if (type != GGML_TYPE_F32 && type != GGML_TYPE_I32 && type != GGML_TYPE_F16) internal_error("constant of unsupported ggml type");
+    return b.weight(t.reshaped(canonical4(t.shape)), type, "");  // cast when stored (Weight::data)
+}
+
+ggml_tensor* LowerCtx::matrix_weight(int i, const Shape& s, bool transpose) {
+    Value& v = in(i);
+    ggml_type type = b.f16_weights && v.dtype == DType::F32 ? GGML_TYPE_F16 : GGML_TYPE_F32;
+    if (s.size() > 4) fail_unsupported("constant matrix of rank > 4");
+    return b.weight(cval(i).reshaped(s), type, v.name, transpose);
 }
 
 ggml_tensor* LowerCtx::x(int i) {
@@ -31,9 +34,7 @@ ggml_tensor* LowerCtx::x(int i) {
     if (it != st_.weight_of.end()) return it->second;
     ggml_type type = ggml_type_for(v.dtype);
     if (type == GGML_TYPE_COUNT) fail_unsupported(std::string("constant '") + v.name + "' of dtype " + dtype_name(v.dtype) + " on the device");
-    Tensor h = v.constant->reshaped(canonical4(v.constant->shape));
-    h = h.cast(type == GGML_TYPE_F32 ? DType::F32 : DType::I32);
-    ggml_tensor* w = b.weight(h, type, v.name);
+    ggml_tensor* w = b.weight(v.constant->reshaped(canonical4(v.constant->shape)), type, v.name);
     st_.weight_of[id] = w;
     return w;
 }

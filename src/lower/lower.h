@@ -24,6 +24,9 @@ public:
     ggml_tensor* x(int i);                       // input i as a ggml tensor (F32 unless int input)
     ggml_tensor* xc(int i) { return cont(x(i)); }
     ggml_tensor* constant(const Tensor& t, ggml_type type = GGML_TYPE_F32);  // a derived weight
+    // The constant right-hand side of a MatMul/Gemm/Conv, stored as ggml_mul_mat's first operand:
+    // transposed in its last two dims when `transpose`, F16 under --weights f16.
+    ggml_tensor* matrix_weight(int i, const Shape& s, bool transpose);
     ggml_tensor* scalar(float v) { return constant(Tensor::from_f32({v}, {})); }
     void set(int i, ggml_tensor* t);             // result of output i, checked against its shape
 

@@ -1,9 +1,12 @@
 #include "onnx/loader.h"
 
 #include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <onnx/onnx_pb.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <climits>
@@ -14,6 +17,7 @@
 #include <sstream>
 
 #include "util/error.h"
+#include "util/limits.h"
 
 namespace onnx2ggml {
 namespace {
@@ -61,7 +65,8 @@ std::string confined_path(const Ctx& c, const std::string& loc, const std::strin
     return f;
 }
 
-Tensor parse_tensor(const Ctx& c, const onnx::TensorProto& tp, const std::string& what) {
+// Parses a TensorProto. With `steal`, raw_data is taken over (no copy): the proto is left without it.
+Tensor parse_tensor(const Ctx& c, const onnx::TensorProto& tp, const std::string& what, onnx::TensorProto* steal = nullptr) {
     const std::string tname = tp.name().empty() ? what : tp.name();
     auto err = [&](const std::string& why) { bad_input(c.file + ": tensor '" + tname + "': " + why); };
     if (!dtype_known(tp.data_type())) {
@@ -99,18 +104,27 @@ Tensor parse_tensor(const Ctx& c, const onnx::TensorProto& tp, const std::string
         if (length < 0) length = fsize - offset;
         if (length > fsize - offset) err("external data length " + std::to_string(length) + " at offset " + std::to_string(offset) + " runs past the end of '" + loc + "' (" + std::to_string(fsize) + " bytes)");
         if (size_t(length) != want) err("external data holds " + std::to_string(length) + " bytes but shape " + shape_str(shape) + " of " + dtype_name(dt) + " needs " + std::to_string(want));
-        Tensor t = Tensor::zeros(dt, shape);
-        std::ifstream f(path, std::ios::binary);
-        f.seekg(offset);
-        f.read(reinterpret_cast<char*>(t.data()), length);
-        if (!f) err("cannot read external data from '" + loc + "'");
+        // mapped, not read: pages are loaded on first touch (upload) and released with the tensor
+        Tensor t;
+        t.dtype = dt;
+        t.shape = shape;
+        t.buf = map_file(path, offset, length);
         return t;
     }
 
     if (tp.has_raw_data()) {
         if (tp.raw_data().size() != want)
             err("raw_data holds " + std::to_string(tp.raw_data().size()) + " bytes but shape " + shape_str(shape) + " of " + dtype_name(dt) + " needs " + std::to_string(want));
-        Tensor t = Tensor::zeros(dt, shape);
+        Tensor t;
+        if (steal && want) {
+            check_memory(want, "tensor '" + tname + "'");
+            t.dtype = dt;
+            t.shape = shape;
+            t.buf = string_storage(std::move(*steal->mutable_raw_data()));
+            steal->clear_raw_data();
+            return t;
+        }
+        t = Tensor::zeros(dt, shape);
         if (want) std::memcpy(t.data(), tp.raw_data().data(), want);
         return t;
     }
@@ -193,7 +207,7 @@ void read_type(const Ctx& c, const onnx::ValueInfoProto& vi, Value& v) {
     v.has_shape = true;
 }
 
-Graph build(const Ctx& c, const onnx::ModelProto& m) {
+Graph build(const Ctx& c, onnx::ModelProto& m) {
     Graph g;
     g.path = c.file;
     g.ir_version = m.ir_version();
@@ -213,12 +227,14 @@ Graph build(const Ctx& c, const onnx::ModelProto& m) {
     std::set<std::string> local_functions;
     for (const auto& f : m.functions()) local_functions.insert(f.domain() + "." + f.name());
 
-    for (const auto& init : gp.initializer()) {
+    for (int k = 0; k < gp.initializer_size(); ++k) {
+        onnx::TensorProto* owned = m.mutable_graph()->mutable_initializer(k);  // its raw_data is taken over
+        const onnx::TensorProto& init = *owned;
         if (init.name().empty()) bad_input(c.file + ": an initializer has no name");
         if (g.find(init.name()) >= 0) bad_input(c.file + ": initializer '" + init.name() + "' is defined twice");
         int id = g.value_id(init.name());
         Value& v = g.values[id];
-        v.constant = parse_tensor(c, init, "initializer");
+        v.constant = parse_tensor(c, init, "initializer", owned);
         v.dtype = v.constant->dtype;
         v.shape = v.constant->shape;
         v.has_shape = true;
@@ -352,7 +368,23 @@ Graph load_onnx(const std::string& path) {
     if (!S_ISREG(st.st_mode)) bad_input(path + ": not a regular file");
     if (st.st_size >= INT_MAX)
         bad_input(path + ": file is over 2 GB; protobuf cannot hold it: store the weights as external data");
-    return load_onnx_from_bytes(read_file(path), path, dir_of(path));
+    // parsed straight from the file (no second copy of the bytes); raw_data is then taken over
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) bad_input(path + ": cannot open file");
+    onnx::ModelProto m;
+    bool ok;
+    {
+        google::protobuf::io::FileInputStream raw(fd);
+        google::protobuf::io::CodedInputStream cis(&raw);
+        cis.SetTotalBytesLimit(INT_MAX);
+        ok = m.ParseFromCodedStream(&cis) && cis.ConsumedEntireMessage();
+    }
+    close(fd);
+    if (st.st_size == 0) bad_input(path + ": file is empty");
+    if (!ok) bad_input(path + ": not a valid ONNX model (protobuf parse failed: truncated or corrupted file?)");
+    if (!m.has_graph() && m.ir_version() == 0) bad_input(path + ": not an ONNX model (no graph, no IR version)");
+    Ctx c{path, dir_of(path)};
+    return build(c, m);
 }
 
 Tensor load_tensor_pb(const std::string& path, std::string* name) {

@@ -12,21 +12,6 @@ namespace {
 
 using Lc = LowerCtx;
 
-// Host transpose of the last two dims.
-Tensor transpose_last2(const Tensor& t) {
-    Shape s = t.shape;
-    size_t r = s.size();
-    int64_t R = s[r - 2], C = s[r - 1], B = shape_numel(s) / std::max<int64_t>(1, R * C);
-    std::swap(s[r - 2], s[r - 1]);
-    Tensor o = Tensor::zeros(t.dtype, s);
-    size_t es = dtype_size(t.dtype);
-    for (int64_t b = 0; b < B; ++b)
-        for (int64_t i = 0; i < R; ++i)
-            for (int64_t j = 0; j < C; ++j)
-                std::memcpy(o.data() + size_t((b * C + j) * R + i) * es, t.data() + size_t((b * R + i) * C + j) * es, es);
-    return o;
-}
-
 // ---- spatial geometry shared by Conv, ConvTranspose and the pools ------------------------
 
 // Per-spatial-dim attribute: `n` values in [lo, 2^30] (absurd values end here, not in overflow).
@@ -87,8 +72,10 @@ ggml_tensor* as_2d(Lc& c, ggml_tensor* t, const Shape& s) {
 }
 
 ggml_tensor* conv2d_f32(Lc& c, ggml_tensor* w, ggml_tensor* x, int s0, int s1, int p0, int p1, int d0, int d1) {
-    // im2col in F32 (ggml_conv_2d would round the input to F16), then one mul_mat
-    ggml_tensor* col = G(c.b, ggml_im2col, w, x, s0, s1, p0, p1, d0, d1, true, GGML_TYPE_F32);  // [K, OW, OH, N]
+    // im2col in F32 (ggml_conv_2d would round the input to F16), then one mul_mat; with F16
+    // weights (--weights f16) the columns are F16 too, as ggml_mul_mat would convert them anyway
+    ggml_type ct = w->type == GGML_TYPE_F16 ? GGML_TYPE_F16 : GGML_TYPE_F32;
+    ggml_tensor* col = G(c.b, ggml_im2col, w, x, s0, s1, p0, p1, d0, d1, true, ct);  // [K, OW, OH, N]
     int64_t K = col->ne[0], OW = col->ne[1], OH = col->ne[2], N = col->ne[3], OC = w->ne[3];
     ggml_tensor* r = G(c.b, ggml_mul_mat, G(c.b, ggml_reshape_2d, col, K, OW * OH * N), G(c.b, ggml_reshape_2d, w, K, OC));
     if (N == 1) return G(c.b, ggml_reshape_4d, r, OW, OH, OC, int64_t(1));
@@ -116,13 +103,14 @@ void lower_conv(Lc& c) {
         x = G(c.b, ggml_pad_ext, x, pb0, pe0, pb1, pe1, 0, 0, 0, 0);
         p0 = p1 = 0;
     }
-    ggml_tensor* w = c.reshape(c.x(1), w4);
     int64_t C = x4[1], M = w4[0];
+    bool depthwise = group == C && M == C && group > 1;
+    ggml_tensor* w = c.is_const(1) && !depthwise ? c.matrix_weight(1, w4, false) : c.reshape(c.x(1), w4);
     if (C % group || M % group || w4[1] != C / group) c.fail("weight shape " + shape_str(ws) + " does not match input " + shape_str(xs) + " with group " + std::to_string(group));
     ggml_tensor* y;
     if (group == 1) {
         y = conv2d_f32(c, w, x, s0, s1, p0, p1, d0, d1);
-    } else if (group == C && M == C) {
+    } else if (depthwise) {
         y = G(c.b, ggml_conv_2d_dw_direct, w, x, s0, s1, p0, p1, d0, d1);
     } else {
         int64_t cg = C / group, mg = M / group;
@@ -306,9 +294,7 @@ ggml_tensor* matmul(Lc& c, int ia, int ib, Shape sa, Shape sb, bool trans_a, boo
     // x = B^T as [.., N, K] (ggml ne [K, N]); y = A as [.., M, K]
     ggml_tensor* x;
     if (c.is_const(ib)) {
-        Tensor bt = c.cval(ib).reshaped(sb);
-        if (!trans_b) bt = transpose_last2(bt);
-        x = c.constant(bt);
+        x = c.matrix_weight(ib, sb, !trans_b);
     } else {
         x = c.reshape(c.x(ib), sb);
         if (!trans_b) {
@@ -323,7 +309,7 @@ ggml_tensor* matmul(Lc& c, int ia, int ib, Shape sa, Shape sb, bool trans_a, boo
     if (trans_b) std::swap(sb[sb.size() - 1], sb[sb.size() - 2]);  // sb now [.., K, N]
     ggml_tensor* y;
     if (c.is_const(ia) && trans_a) {
-        y = c.constant(transpose_last2(c.cval(ia).reshaped(sa)));
+        y = c.constant(c.cval(ia).reshaped(sa).transposed_last2());
     } else {
         y = c.reshape(c.x(ia), sa);
         if (trans_a) {

@@ -22,7 +22,8 @@ struct BuiltGraph {
     ~BuiltGraph();
 };
 
-std::unique_ptr<BuiltGraph> build_graph(Graph& g, bool record);
+// f16_weights: MatMul/Gemm/Conv weights stored as F16 (--weights f16).
+std::unique_ptr<BuiltGraph> build_graph(Graph& g, bool record, bool f16_weights = false);
 
 // "OP_NAME" -> count of the ggml graph's nodes
 std::map<std::string, int> ggml_op_histogram(const ggml_cgraph* gf);

@@ -57,7 +57,7 @@ Session::Session(Graph& g, const SessionOptions& opts) : g_(g) {
 
 void Session::init(const SessionOptions& opts) {
     Graph& g = g_;
-    bg_ = build_graph(g, false);
+    bg_ = build_graph(g, false, opts.f16_weights);
     backend_ = init_backend(opts.backend, opts.threads);
     bool is_cpu = ggml_backend_dev_type(ggml_backend_get_device(backend_)) == GGML_BACKEND_DEVICE_TYPE_CPU;
     if (!is_cpu) cpu_ = init_backend("cpu", opts.threads);
@@ -68,8 +68,14 @@ void Session::init(const SessionOptions& opts) {
     if (wbytes > 0) {
         wbuf_ = ggml_backend_alloc_ctx_tensors(bg_->wctx, backend_);
         if (!wbuf_) fail(kExitInternal, "cannot allocate the weight buffer on " + backend_name());
+        // one weight at a time: its stored form is made, uploaded and dropped; with
+        // release_host_constants the graph's own copy goes too, so a file mapping is unmapped
+        if (opts.release_host_constants)
+            for (auto& v : g.values)
+                if (v.is_initializer) v.constant.reset();
         for (auto& w : bg_->b->weights) {
-            ggml_backend_tensor_set(w.t, w.host.data(), 0, ggml_nbytes(w.t));
+            Tensor d = w.data();
+            ggml_backend_tensor_set(w.t, d.data(), 0, ggml_nbytes(w.t));
             w.host = Tensor();
         }
     }

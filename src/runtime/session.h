@@ -15,6 +15,10 @@ namespace onnx2ggml {
 struct SessionOptions {
     std::string backend = "cpu";  // a ggml device name (case-insensitive prefix) or "auto"
     int threads = 0;              // 0 = all cores
+    bool f16_weights = false;     // MatMul/Gemm/Conv weights stored as F16 (--weights f16)
+    // Drop the graph's initializer data once the weights are uploaded (the graph cannot be
+    // lowered again afterwards): peak memory is then one copy of the weights.
+    bool release_host_constants = false;
 };
 
 // Backend by name through ggml's registry; throws with the list of available devices.
