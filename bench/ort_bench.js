@@ -1,26 +1,31 @@
 // Times ONNX Runtime (onnxruntime-node, CPU) on one model: loads the session once, runs
-// warmup + repeat iterations, prints `median_ms=... min_ms=... peak_rss_mb=...`.
-// usage: node ort_bench.js MODEL INPUT_NAME INPUT.npy THREADS WARMUP REPEAT
+// warmup + repeat iterations, prints `median_ms=... min_ms=... peak_rss_mb=... times_ms=...`.
+// usage: node ort_bench.js MODEL NAME=INPUT.npy[,NAME=INPUT.npy...] THREADS WARMUP REPEAT
 const fs = require('fs');
 const ort = require('onnxruntime-node');
 
-function readNpyF32(path) {
+function readNpy(path) {
   const b = fs.readFileSync(path);
   const hlen = b.readUInt16LE(8);
   const header = b.slice(10, 10 + hlen).toString('latin1');
-  if (!header.includes("'<f4'")) throw new Error(path + ': only float32 .npy inputs');
   const shape = header.match(/\(([^)]*)\)/)[1].split(',').map(s => s.trim()).filter(s => s).map(Number);
-  const data = new Float32Array(b.buffer.slice(b.byteOffset + 10 + hlen, b.byteOffset + b.length));
-  return new ort.Tensor('float32', data, shape);
+  const raw = b.buffer.slice(b.byteOffset + 10 + hlen, b.byteOffset + b.length);
+  if (header.includes("'<f4'")) return new ort.Tensor('float32', new Float32Array(raw), shape);
+  if (header.includes("'<i8'")) return new ort.Tensor('int64', new BigInt64Array(raw), shape);
+  throw new Error(path + ': only float32 and int64 .npy inputs');
 }
 
 (async () => {
-  const [model, name, npy, threads, warmup, repeat] = process.argv.slice(2);
+  const [model, inputs, threads, warmup, repeat] = process.argv.slice(2);
   const sess = await ort.InferenceSession.create(model, {
     intraOpNumThreads: Number(threads), interOpNumThreads: 1, graphOptimizationLevel: 'all',
     executionProviders: ['cpu'],
   });
-  const feeds = { [name]: readNpyF32(npy) };
+  const feeds = {};
+  for (const kv of inputs.split(',')) {
+    const i = kv.indexOf('=');
+    feeds[kv.slice(0, i)] = readNpy(kv.slice(i + 1));
+  }
   for (let i = 0; i < Number(warmup); i++) await sess.run(feeds);
   const ms = [];
   for (let i = 0; i < Number(repeat); i++) {
@@ -31,5 +36,5 @@ function readNpyF32(path) {
   ms.sort((a, b) => a - b);
   const n = ms.length, med = n % 2 ? ms[(n - 1) / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
   const rss = process.resourceUsage().maxRSS / 1024;
-  console.log(`median_ms=${med.toFixed(3)} min_ms=${ms[0].toFixed(3)} peak_rss_mb=${rss.toFixed(1)}`);
+  console.log(`median_ms=${med.toFixed(3)} min_ms=${ms[0].toFixed(3)} peak_rss_mb=${rss.toFixed(1)} times_ms=${ms.map(t => t.toFixed(3)).join(',')}`);
 })().catch(e => { console.error(e); process.exit(1); });

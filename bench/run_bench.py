@@ -2,10 +2,12 @@
 """Benchmarks onnx2ggml against ONNX Runtime (onnxruntime-node) and PyTorch on the same
 models, interleaved in one run, and writes docs/performance.md.
 
-usage: bench/run_bench.py [--models resnet18,resnet50] [--rounds 5] [--threads 2] [--repeat 3]
-Each round starts one process per framework (order rotated per round), each warms up once and
-times --repeat runs of the compute; the reported time is the median over all timed runs of all
-rounds (at least 5). Peak resident memory is each process's maximum RSS (its largest round).
+usage: bench/run_bench.py [--models resnet50,mobilenet_v2,vae_decoder,...] [--rounds 3] [--threads 2] [--repeat 2]
+Models are those of tests/models/export_models.py and tests/models/export_sd.py (exported into
+--work once; an existing export is reused). Each round starts one process per framework (order
+rotated per round), each warms up once and times --repeat runs of the compute; the reported time
+is the median over all timed runs of all rounds (rounds x repeat, at least 5). Peak resident
+memory is each process's maximum RSS (its largest round): weights, activations and runtime.
 Needs: scripts/setup.sh --bench (onnxruntime-node in bench/node_modules), build/onnx2ggml.
 """
 import argparse
@@ -16,6 +18,7 @@ import statistics
 import subprocess
 import sys
 import datetime
+import json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -23,10 +26,11 @@ PY = "/usr/bin/python3"
 
 
 def parse(out):
-    m = re.search(r"median_ms=([\d.]+) min_ms=([\d.]+) peak_rss_mb=([\d.]+)", out)
+    """The last line of every bench: median_ms=... min_ms=... peak_rss_mb=... times_ms=t1,t2,..."""
+    m = re.search(r"median_ms=([\d.]+) min_ms=([\d.]+) peak_rss_mb=([\d.]+) times_ms=([\d.,]+)", out)
     if not m:
         raise RuntimeError("no timing line in:\n" + out)
-    return float(m.group(1)), float(m.group(2)), float(m.group(3))
+    return float(m.group(1)), float(m.group(2)), float(m.group(3)), [float(x) for x in m.group(4).split(",")]
 
 
 def cpu_model():
@@ -41,27 +45,41 @@ def cpu_model():
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--models", default="resnet18,resnet50")
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--models", default="resnet50,mobilenet_v2,vae_decoder,vae_decoder_512,clip_text,unet")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "onnx2ggml"))
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "bench-models"))
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "performance.md"))
     a = ap.parse_args()
     models = a.models.split(",")
-    subprocess.run([PY, os.path.join(ROOT, "tests", "models", "export_models.py"), a.work] + models,
-                   check=True, capture_output=True)
+    if a.rounds * a.repeat < 5:
+        sys.exit("rounds x repeat must be at least 5")
+    sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
+    import export_sd  # noqa: E402  (the SD component table, without exporting anything)
+    for name in models:
+        if os.path.exists(os.path.join(a.work, name, "model.onnx")):
+            continue
+        script = "export_sd.py" if name in export_sd.MODELS else "export_models.py"
+        subprocess.run([PY, os.path.join(ROOT, "tests", "models", script), a.work, name], check=True, capture_output=True)
     t = str(a.threads)
     rows = []
     for name in models:
         d = os.path.join(a.work, name)
-        onnx, npy = os.path.join(d, "model.onnx"), os.path.join(d, "input.npy")
+        onnx = os.path.join(d, "model.onnx")
+        meta = os.path.join(d, "meta.json")
+        if os.path.exists(meta):
+            with open(meta) as f:
+                ins = [(n, os.path.join(d, f"in_{n}.npy")) for n in json.load(f)["inputs"]]
+        else:
+            ins = [("input", os.path.join(d, "input.npy"))]
+        feeds = ",".join(f"{n}={p}" for n, p in ins)
         cmds = {
-            "onnx2ggml": [a.bin, "bench", onnx, "--input", f"input={npy}", "--threads", t, "--warmup", "1",
-                          "--repeat", str(a.repeat), "--backend", "cpu"],
-            "onnxruntime": ["node", os.path.join(HERE, "ort_bench.js"), onnx, "input", npy, t, "1", str(a.repeat)],
-            "pytorch": [PY, os.path.join(HERE, "torch_bench.py"), name, npy, t, "1", str(a.repeat)],
+            "onnx2ggml": [a.bin, "bench", onnx, *[x for n, p in ins for x in ("--input", f"{n}={p}")], "--threads", t,
+                          "--warmup", "1", "--repeat", str(a.repeat), "--backend", "cpu"],
+            "onnxruntime": ["node", os.path.join(HERE, "ort_bench.js"), onnx, feeds, t, "1", str(a.repeat)],
+            "pytorch": [PY, os.path.join(HERE, "torch_bench.py"), name, feeds, t, "1", str(a.repeat)],
         }
         times = {k: [] for k in cmds}
         rss = {k: 0.0 for k in cmds}
@@ -71,8 +89,8 @@ def main():
                 res = subprocess.run(cmds[k], capture_output=True, text=True)
                 if res.returncode != 0:
                     sys.exit(f"{k} failed on {name}:\n{res.stdout}\n{res.stderr}")
-                med, mn, mb = parse(res.stdout)
-                times[k].append(med)
+                med, mn, mb, runs = parse(res.stdout)
+                times[k].extend(runs)
                 rss[k] = max(rss[k], mb)
         med = {k: statistics.median(v) for k, v in times.items()}
         rows.append((name, med, rss))

@@ -422,7 +422,9 @@ int cmd_bench(const Args& a) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("backend=%s threads=%d repeat=%d warmup=%d\n", s.backend_name().c_str(), a.threads, a.repeat, a.warmup);
-    printf("median_ms=%.3f min_ms=%.3f peak_rss_mb=%.1f\n", med, sorted.front(), double(ru.ru_maxrss) / 1024.0);
+    printf("median_ms=%.3f min_ms=%.3f peak_rss_mb=%.1f times_ms=", med, sorted.front(), double(ru.ru_maxrss) / 1024.0);
+    for (size_t i = 0; i < ms.size(); ++i) printf("%s%.3f", i ? "," : "", ms[i]);
+    printf("\n");
     return 0;
 }
 
