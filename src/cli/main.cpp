@@ -270,7 +270,7 @@ int cmd_compile(const Args& a) {
     if (a.outdir.empty()) bad_input("compile needs -o OUTDIR");
     Graph g = prepare(a.model, a.copts);
     EmitReport r = emit_project(g, a.outdir, a.model, a.f16);
-    std::cout << "wrote " << a.outdir << ": model.cpp (" << r.lines << " lines), model.h, main.cpp, npy.h, o2g_kernels.h, CMakeLists.txt, model.gguf ("
+    std::cout << "wrote " << a.outdir << ": model.cpp (" << r.lines << " lines), model.h, main.cpp, npy.h, o2g_kernels.h, o2g_onednn.h, CMakeLists.txt, model.gguf ("
               << r.weights << " weights, " << r.weight_bytes << " bytes)\n"
               << "build: cmake -S " << a.outdir << " -B " << a.outdir << "/build && cmake --build " << a.outdir << "/build\n";
     return 0;

@@ -120,6 +120,7 @@ EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& 
     write_text(outdir + "/main.cpp", templates::get("main.cpp"));
     write_text(outdir + "/npy.h", templates::get("npy.h"));
     write_text(outdir + "/o2g_kernels.h", templates::get("o2g_kernels.h"));
+    write_text(outdir + "/o2g_onednn.h", templates::get("o2g_onednn.h"));
     std::string cm = templates::get("CMakeLists.txt");
     const std::string key = "@GGML_SOURCE_DIR@";
     for (size_t p; (p = cm.find(key)) != std::string::npos;) cm.replace(p, key.size(), ONNX2GGML_GGML_DIR);

@@ -109,7 +109,9 @@ void lower_conv(Lc& c) {
     if (C % group || M % group || w4[1] != C / group) c.fail("weight shape " + shape_str(ws) + " does not match input " + shape_str(xs) + " with group " + std::to_string(group));
     ggml_tensor* y;
     if (group == 1) {
-        y = conv2d_f32(c, w, x, s0, s1, p0, p1, d0, d1);
+        // GGML_OP_CONV_2D: ggml's CPU backend tiles im2col + gemm in its work buffer (as fast as a
+        // whole im2col + mul_mat, without the im2col tensor); the oneDNN backend takes it whole
+        y = G(c.b, ggml_conv_2d_direct, w, x, s0, s1, p0, p1, d0, d1);
     } else if (depthwise) {
         y = G(c.b, ggml_conv_2d_dw_direct, w, x, s0, s1, p0, p1, d0, d1);
     } else {

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "ggml-alloc.h"
+#include "o2g_onednn.h"
 #include "util/error.h"
 #include "util/limits.h"
 
@@ -26,10 +27,22 @@ static void set_threads(ggml_backend_t be, int threads) {
     if (fn) fn(be, threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency())));
 }
 
+// `auto`: a GPU (or integrated GPU) if ggml has one, else the fastest CPU path: the oneDNN
+// backend when built in (ggml's CPU backend takes the nodes it does not), else ggml's CPU backend.
+static ggml_backend_t init_auto() {
+    for (auto type : {GGML_BACKEND_DEVICE_TYPE_GPU, GGML_BACKEND_DEVICE_TYPE_IGPU})
+        if (ggml_backend_dev_t d = ggml_backend_dev_by_type(type)) return ggml_backend_dev_init(d, nullptr);
+    if (ggml_backend_dev_t d = ggml_backend_dev_by_name("oneDNN")) return ggml_backend_dev_init(d, nullptr);
+    return ggml_backend_init_by_type(GGML_BACKEND_DEVICE_TYPE_CPU, nullptr);
+}
+
 ggml_backend_t init_backend(const std::string& name, int threads) {
+#ifdef O2G_USE_ONEDNN
+    o2g_onednn::register_backend();
+#endif
     ggml_backend_t be = nullptr;
     if (name == "auto") {
-        be = ggml_backend_init_best();
+        be = init_auto();
     } else {
         for (size_t i = 0; i < ggml_backend_dev_count() && !be; ++i) {
             ggml_backend_dev_t d = ggml_backend_dev_get(i);
@@ -68,6 +81,7 @@ void Session::init(const SessionOptions& opts) {
     if (wbytes > 0) {
         wbuf_ = ggml_backend_alloc_ctx_tensors(bg_->wctx, backend_);
         if (!wbuf_) fail(kExitInternal, "cannot allocate the weight buffer on " + backend_name());
+        ggml_backend_buffer_set_usage(wbuf_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
         // one weight at a time: its stored form is made, uploaded and dropped; with
         // release_host_constants the graph's own copy goes too, so a file mapping is unmapped
         if (opts.release_host_constants)

@@ -2,7 +2,7 @@
 """Model parity test: `onnx2ggml run` against PyTorch's output, and the built output of
 `onnx2ggml compile` against `run`, bit for bit.
 
-usage: check_model.py ONNX2GGML MODELDIR WORKDIR [--no-compile] [--threads N] [--weights f16] [--tol T]
+usage: check_model.py ONNX2GGML MODELDIR WORKDIR [--no-compile] [--threads N] [--weights f16] [--tol T] [--backend B]
 MODELDIR holds model.onnx, expected.npy and either input.npy (input named "input") or
 meta.json + in_<name>.npy per input (tests/models/export_sd.py).
 Tolerance: max |run - torch| <= 1e-4 * max |torch| (fp32); 1e-2 with --weights f16.
@@ -37,6 +37,7 @@ def main():
     ap.add_argument("--threads", default="2")
     ap.add_argument("--weights", default="f32", choices=["f32", "f16"])
     ap.add_argument("--tol", type=float)
+    ap.add_argument("--backend", default="cpu", help="backend of `run` (cpu = pure ggml, auto = fastest)")
     a = ap.parse_args()
     tol = a.tol if a.tol is not None else (TOL if a.weights == "f32" else 1e-2)
     model = os.path.join(a.model_dir, "model.onnx")
@@ -53,17 +54,19 @@ def main():
     shutil.rmtree(a.work, ignore_errors=True)
     run_dir = os.path.join(a.work, "run")
     os.makedirs(run_dir)
-    sh([a.bin, "run", model, *in_args, "--output-dir", run_dir, "--threads", a.threads, "--weights", a.weights])
+    sh([a.bin, "run", model, *in_args, "--output-dir", run_dir, "--threads", a.threads, "--weights", a.weights, "--backend", a.backend])
     got = np.load(os.path.join(run_dir, "output_0.npy"))
     assert got.shape == ref.shape, f"shape {got.shape} != {ref.shape}"
     err = float(np.abs(got.astype(np.float64) - ref).max() / np.abs(ref).max())
-    print(f"run vs PyTorch ({a.weights} weights): max error / max |ref| = {err:.3g} (tolerance {tol})")
+    print(f"run ({a.backend}) vs PyTorch ({a.weights} weights): max error / max |ref| = {err:.3g} (tolerance {tol})")
     assert err <= tol, "run does not match PyTorch"
     if a.no_compile:
         return
     gen = os.path.join(a.work, "gen")
     sh([a.bin, "compile", model, "-o", gen, "--weights", a.weights])
     cfg = ["cmake", "-S", gen, "-B", os.path.join(gen, "build"), "-DCMAKE_BUILD_TYPE=Release"]
+    if a.backend != "cpu":  # the generated project links the oneDNN backend too
+        cfg.append("-DO2G_ONEDNN=ON")
     env = dict(os.environ)
     if shutil.which("ccache"):  # every generated project builds the same ggml: share the objects
         cfg += ["-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
@@ -73,7 +76,7 @@ def main():
     sh(["cmake", "--build", os.path.join(gen, "build"), "-j", str(os.cpu_count() or 2)], env=env)
     comp_dir = os.path.join(a.work, "compiled")
     os.makedirs(comp_dir)
-    sh([os.path.join(gen, "build", "model"), *in_args, "--output-dir", comp_dir, "--threads", a.threads])
+    sh([os.path.join(gen, "build", "model"), *in_args, "--output-dir", comp_dir, "--threads", a.threads, "--backend", a.backend])
     comp = np.load(os.path.join(comp_dir, "output_0.npy"))
     assert comp.shape == got.shape and comp.dtype == got.dtype
     same = np.array_equal(comp.view(np.uint32), got.view(np.uint32))

@@ -17,6 +17,7 @@
 #include "gguf.h"
 #include "model.h"
 #include "npy.h"
+#include "o2g_onednn.h"
 
 #ifndef MODEL_GGUF_DEFAULT
 #define MODEL_GGUF_DEFAULT "model.gguf"
@@ -37,10 +38,22 @@ static std::string json_escape(const std::string& s) {
     return r;
 }
 
+// `auto`: a GPU if ggml has one, else the oneDNN backend when built in (-DO2G_ONEDNN=ON), else
+// ggml's CPU backend (the same choice as `onnx2ggml run --backend auto`).
+static ggml_backend_t init_auto() {
+    for (auto type : {GGML_BACKEND_DEVICE_TYPE_GPU, GGML_BACKEND_DEVICE_TYPE_IGPU})
+        if (ggml_backend_dev_t d = ggml_backend_dev_by_type(type)) return ggml_backend_dev_init(d, nullptr);
+    if (ggml_backend_dev_t d = ggml_backend_dev_by_name("oneDNN")) return ggml_backend_dev_init(d, nullptr);
+    return ggml_backend_init_by_type(GGML_BACKEND_DEVICE_TYPE_CPU, nullptr);
+}
+
 static ggml_backend_t init_backend(const std::string& name, int threads) {
     ggml_backend_load_all();
+#ifdef O2G_USE_ONEDNN
+    o2g_onednn::register_backend();
+#endif
     ggml_backend_t be = nullptr;
-    if (name.empty() || name == "auto") be = ggml_backend_init_best();
+    if (name.empty() || name == "auto") be = init_auto();
     for (size_t i = 0; i < ggml_backend_dev_count() && !be; ++i) {
         ggml_backend_dev_t d = ggml_backend_dev_get(i);
         if (strncasecmp(ggml_backend_dev_name(d), name.c_str(), name.size()) == 0) be = ggml_backend_dev_init(d, nullptr);

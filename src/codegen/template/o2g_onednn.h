@@ -1,0 +1,185 @@
+// onnx2ggml's oneDNN backend for ggml: the fast CPU path for convolutions.
+//
+// Modelled on ggml's own BLAS backend: a ggml backend over host memory (it shares the CPU
+// buffer type, so no tensor is ever copied between it and the CPU backend) that declares in
+// supports_op the nodes it takes; ggml_backend_sched sends every other node to ggml's CPU
+// backend. It takes GGML_OP_CONV_2D (ggml_conv_2d_direct: F32 input, F32 or F16 kernel) and runs
+// it as a oneDNN direct convolution on the tensors in place (NCHW activations and OIHW kernels
+// are exactly ggml's [W,H,C,N] and [KW,KH,IC,OC] layouts: no reorder, no second copy of the
+// weights). Primitives are created once per convolution shape and cached across runs. oneDNN and
+// ggml's CPU backend both run on the OpenMP runtime; set_n_threads sets the OpenMP thread count,
+// so the two never fight over the cores.
+//
+// Header-only: onnx2ggml's runtime includes it, and `compile` writes it next to every generated
+// program (built with -DO2G_ONEDNN=ON). Needs ggml's internal ggml-backend-impl.h (ggml/src).
+#pragma once
+#ifdef O2G_USE_ONEDNN
+
+#include <omp.h>
+
+#include <cstring>
+#include <dnnl.hpp>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "ggml-backend-impl.h"
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
+#include "ggml.h"
+
+namespace o2g_onednn {
+
+struct Context {
+    dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+    dnnl::stream strm{eng};
+    int n_threads = 0;
+    // shape key -> primitive; the F16 kernel cache holds F32 copies of F16 kernels by address
+    using Key = std::vector<int64_t>;
+    std::map<Key, dnnl::convolution_forward> convs;
+    std::map<const void*, std::vector<float>> f32_kernels;
+};
+
+inline bool conv_supported(const ggml_tensor* op) {
+    const ggml_tensor* k = op->src[0];
+    const ggml_tensor* x = op->src[1];
+    return op->type == GGML_TYPE_F32 && x->type == GGML_TYPE_F32 && (k->type == GGML_TYPE_F32 || k->type == GGML_TYPE_F16) &&
+           ggml_is_contiguous(k) && ggml_is_contiguous(x) && ggml_is_contiguous(op);
+}
+
+inline void conv2d(Context& c, ggml_tensor* dst) {
+    const ggml_tensor* k = dst->src[0];  // [KW, KH, IC, OC]
+    const ggml_tensor* x = dst->src[1];  // [W, H, C, N]
+    const int32_t* p = dst->op_params;   // s0, s1, p0, p1, d0, d1 (dim 0 = W)
+    using dims = dnnl::memory::dims;
+    dims src_d = {x->ne[3], x->ne[2], x->ne[1], x->ne[0]};
+    dims w_d = {k->ne[3], k->ne[2], k->ne[1], k->ne[0]};
+    dims dst_d = {dst->ne[3], dst->ne[2], dst->ne[1], dst->ne[0]};
+    dims strides = {p[1], p[0]}, pads = {p[3], p[2]}, dil = {p[5] - 1, p[4] - 1};  // oneDNN dilation counts from 0
+    using tag = dnnl::memory::format_tag;
+    using dt = dnnl::memory::data_type;
+    dnnl::memory::desc src_md(src_d, dt::f32, tag::nchw), w_md(w_d, dt::f32, tag::oihw), dst_md(dst_d, dt::f32, tag::nchw);
+    Context::Key key = {src_d[0], src_d[1], src_d[2], src_d[3], w_d[0], w_d[2], w_d[3], p[0], p[1], p[2], p[3], p[4], p[5]};
+    auto it = c.convs.find(key);
+    if (it == c.convs.end()) {
+        dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_md, w_md,
+                                          dst_md, strides, dil, pads, pads);
+        it = c.convs.emplace(key, dnnl::convolution_forward(dnnl::convolution_forward::primitive_desc(d, c.eng))).first;
+    }
+    void* kdata = k->data;
+    if (k->type == GGML_TYPE_F16) {  // oneDNN takes F32 kernels with F32 activations: convert once per weight
+        auto& f = c.f32_kernels[k->data];
+        if (f.empty()) {
+            f.resize(size_t(ggml_nelements(k)));
+            ggml_fp16_to_fp32_row(static_cast<const ggml_fp16_t*>(k->data), f.data(), ggml_nelements(k));
+        }
+        kdata = f.data();
+    }
+    dnnl::memory xm(src_md, c.eng, x->data), wm(w_md, c.eng, kdata), ym(dst_md, c.eng, dst->data);
+    it->second.execute(c.strm, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, ym}});
+    c.strm.wait();
+}
+
+// ---- ggml backend interface ---------------------------------------------------------------
+
+inline const char* name(ggml_backend_t) { return "oneDNN"; }
+
+inline void free_backend(ggml_backend_t be) {
+    delete static_cast<Context*>(be->context);
+    delete be;
+}
+
+inline ggml_status graph_compute(ggml_backend_t be, ggml_cgraph* g) {
+    Context& c = *static_cast<Context*>(be->context);
+    if (c.n_threads > 0) omp_set_num_threads(c.n_threads);
+    for (int i = 0; i < ggml_graph_n_nodes(g); ++i) {
+        ggml_tensor* n = ggml_graph_node(g, i);
+        if ((n->flags & GGML_TENSOR_FLAG_COMPUTE) == 0) continue;
+        switch (n->op) {
+            case GGML_OP_CONV_2D: conv2d(c, n); break;
+            case GGML_OP_NONE: case GGML_OP_RESHAPE: case GGML_OP_VIEW: case GGML_OP_PERMUTE: case GGML_OP_TRANSPOSE: break;
+            default: return GGML_STATUS_FAILED;
+        }
+    }
+    return GGML_STATUS_SUCCESS;
+}
+
+inline ggml_guid_t guid() {
+    static ggml_guid g = {0x6f, 0x32, 0x67, 0x2d, 0x6f, 0x6e, 0x65, 0x64, 0x6e, 0x6e, 0x2d, 0x62, 0x61, 0x63, 0x6b, 0x31};
+    return &g;
+}
+
+inline void set_n_threads(ggml_backend_t be, int n) { static_cast<Context*>(be->context)->n_threads = n; }
+
+inline ggml_backend_t init(ggml_backend_dev_t dev, const char*) {
+    static const ggml_backend_i iface = {
+        /* .get_name = */ name, /* .free = */ free_backend,
+        /* .set_tensor_async = */ nullptr, /* .get_tensor_async = */ nullptr,
+        /* .set_tensor_2d_async = */ nullptr, /* .get_tensor_2d_async = */ nullptr,
+        /* .cpy_tensor_async = */ nullptr, /* .synchronize = */ nullptr,
+        /* .graph_plan_create = */ nullptr, /* .graph_plan_free = */ nullptr,
+        /* .graph_plan_update = */ nullptr, /* .graph_plan_compute = */ nullptr,
+        /* .graph_compute = */ graph_compute,
+        /* .event_record = */ nullptr, /* .event_wait = */ nullptr, /* .graph_optimize = */ nullptr,
+    };
+    return new ggml_backend{guid(), iface, dev, new Context()};
+}
+
+inline const char* dev_name(ggml_backend_dev_t) { return "oneDNN"; }
+inline const char* dev_description(ggml_backend_dev_t) { return "oneDNN CPU convolutions (onnx2ggml)"; }
+inline void dev_memory(ggml_backend_dev_t, size_t* free, size_t* total) { *free = *total = 0; }
+inline enum ggml_backend_dev_type dev_type(ggml_backend_dev_t) { return GGML_BACKEND_DEVICE_TYPE_ACCEL; }
+inline void dev_props(ggml_backend_dev_t d, ggml_backend_dev_props* p) {
+    p->name = dev_name(d);
+    p->description = dev_description(d);
+    p->type = dev_type(d);
+    dev_memory(d, &p->memory_free, &p->memory_total);
+    p->caps = {false, false, true, false, true};
+}
+inline ggml_backend_buffer_type_t dev_buft(ggml_backend_dev_t) { return ggml_backend_cpu_buffer_type(); }
+inline ggml_backend_buffer_t dev_from_ptr(ggml_backend_dev_t, void* ptr, size_t size, size_t) {
+    return ggml_backend_cpu_buffer_from_ptr(ptr, size);
+}
+inline bool dev_supports_op(ggml_backend_dev_t, const ggml_tensor* op) {
+    switch (op->op) {
+        case GGML_OP_NONE: case GGML_OP_RESHAPE: case GGML_OP_VIEW: case GGML_OP_PERMUTE: case GGML_OP_TRANSPOSE: return true;
+        case GGML_OP_CONV_2D: return conv_supported(op);
+        default: return false;
+    }
+}
+inline bool dev_supports_buft(ggml_backend_dev_t, ggml_backend_buffer_type_t b) { return ggml_backend_buft_is_host(b); }
+
+inline const char* reg_name(ggml_backend_reg_t) { return "oneDNN"; }
+inline size_t reg_count(ggml_backend_reg_t) { return 1; }
+inline ggml_backend_dev_t reg_device(ggml_backend_reg_t r, size_t) {
+    static const ggml_backend_device_i iface = {
+        /* .get_name = */ dev_name, /* .get_description = */ dev_description, /* .get_memory = */ dev_memory,
+        /* .get_type = */ dev_type, /* .get_props = */ dev_props, /* .init_backend = */ init,
+        /* .get_buffer_type = */ dev_buft, /* .get_host_buffer_type = */ nullptr,
+        /* .buffer_from_host_ptr = */ dev_from_ptr, /* .supports_op = */ dev_supports_op,
+        /* .supports_buft = */ dev_supports_buft, /* .offload_op = */ nullptr,
+        /* .event_new = */ nullptr, /* .event_free = */ nullptr, /* .event_synchronize = */ nullptr,
+    };
+    static ggml_backend_device dev = {iface, r, nullptr};
+    return &dev;
+}
+inline void* reg_proc(ggml_backend_reg_t, const char* n) {
+    return std::strcmp(n, "ggml_backend_set_n_threads") == 0 ? reinterpret_cast<void*>(set_n_threads) : nullptr;
+}
+
+inline ggml_backend_reg_t reg() {
+    static const ggml_backend_reg_i iface = {reg_name, reg_count, reg_device, reg_proc};
+    static ggml_backend_reg r = {GGML_BACKEND_API_VERSION, iface, nullptr};
+    return &r;
+}
+
+// Adds the oneDNN device to ggml's registry (once).
+inline void register_backend() {
+    static std::once_flag once;
+    std::call_once(once, [] { ggml_backend_register(reg()); });
+}
+
+}  // namespace o2g_onednn
+
+#endif  // O2G_USE_ONEDNN
