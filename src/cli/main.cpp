@@ -27,7 +27,7 @@ const char* kUsage =
     "usage: onnx2ggml COMMAND ...\n"
     "  inspect MODEL [--input-shape NAME=DIMS ...] [--json] [--ggml]\n"
     "  run     MODEL [--input NAME=FILE.npy ...] [--random-inputs SEED] [--input-shape NAME=DIMS ...]\n"
-    "                [--output-dir DIR] [--backend NAME] [--threads N]\n"
+    "                [--output-dir DIR] [--backend NAME|auto] [--threads N] [--profile]\n"
     "  compile MODEL -o OUTDIR [--input-shape NAME=DIMS ...]\n"
     "  check   MODEL --input NAME=FILE.npy ... --expect NAME=FILE.npy ... [--rtol R] [--atol A]\n"
     "  check   TESTDIR   (an ONNX backend-test folder: model.onnx + test_data_set_*/)\n"
@@ -42,7 +42,7 @@ struct Args {
     std::vector<std::pair<std::string, std::string>> inputs, expects;
     CompileOptions copts;
     int threads = 0, repeat = 10, warmup = 2;
-    bool json = false, ggml = false, has_seed = false, f16 = false;
+    bool json = false, ggml = false, has_seed = false, f16 = false, profile = false;
     uint64_t seed = 0;
     double rtol = 1e-3, atol = 1e-7;
 };
@@ -96,6 +96,7 @@ Args parse(int argc, char** argv) {
         else if (s == "--max-memory") set_memory_limit(parse_size(next()));
         else if (s == "--json") a.json = true;
         else if (s == "--ggml") a.ggml = true;
+        else if (s == "--profile") a.profile = true;
         else if (s == "--no-optimize") a.copts.optimize = false;
         else if (s == "--weights") {
             std::string w = next();
@@ -255,11 +256,28 @@ void write_outputs(const Graph& g, const std::vector<Tensor>& outs, const std::s
     std::ofstream(dir + "/outputs.json") << json;
 }
 
+// `run --profile`: time per ggml op type and backend (stderr, largest first).
+void print_profile(const Session& s) {
+    auto rows = s.profile();
+    double total = 0;
+    for (auto& r : rows) total += r.ms;
+    fprintf(stderr, "profile (each node computed and timed alone; %.1f ms in all):\n", total);
+    fprintf(stderr, "  %-16s %-10s %6s %10s %6s\n", "ggml op", "backend", "nodes", "ms", "%");
+    for (auto& r : rows)
+        if (r.ms >= 0.01 || r.nodes > 0)
+            fprintf(stderr, "  %-16s %-10s %6d %10.2f %5.1f%%\n", r.op.c_str(), r.backend.c_str(), r.nodes, r.ms, total > 0 ? 100 * r.ms / total : 0.0);
+}
+
 int cmd_run(const Args& a) {
     Graph g = prepare(a.model, a.copts);
     std::vector<Tensor> ins = gather_inputs(g, a);
     Session s(g, SessionOptions{a.backend, a.threads, a.f16, true});
+    if (a.profile) {  // one plain run to warm up, then one run with every node timed
+        s.run(ins);
+        s.set_profile(true);
+    }
     auto outs = s.run(ins);
+    if (a.profile) print_profile(s);
     write_outputs(g, outs, a.output_dir.empty() ? "." : a.output_dir);
     for (size_t k = 0; k < outs.size(); ++k)
         std::cerr << g.values[g.outputs[k]].name << " " << shape_str(outs[k].shape) << " " << dtype_name(outs[k].dtype) << "\n";

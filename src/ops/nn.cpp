@@ -124,7 +124,9 @@ void lower_conv(Lc& c) {
             y = y ? G(c.b, ggml_concat, y, yg, 2) : yg;
         }
     }
-    if (c.has(2)) y = G(c.b, ggml_add, y, c.reshape(c.x(2), {M, 1, 1}));
+    // the bias in one add, in place on the convolution's own output (the oneDNN backend folds it
+    // into the convolution)
+    if (c.has(2)) y = G(c.b, ggml_add_inplace, y, c.reshape(c.x(2), {M, 1, 1}));
     c.set(0, c.reshape(y, c.out(0).shape));
 }
 

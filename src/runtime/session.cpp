@@ -3,6 +3,7 @@
 #include <strings.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -109,6 +110,48 @@ void Session::init(const SessionOptions& opts) {
         if (be) cbytes += ggml_backend_sched_get_buffer_size(sched_, be);
     check_memory(wbytes + cbytes, g.path + ": the weights and compute buffers");
     if (!ggml_backend_sched_alloc_graph(sched_, bg_->gf)) fail(kExitInternal, "cannot allocate the compute graph");
+}
+
+struct Session::Prof {
+    ggml_backend_sched_t sched = nullptr;
+    std::chrono::steady_clock::time_point t0;
+    std::map<std::pair<std::string, std::string>, ProfileRow> rows;
+    std::map<const ggml_tensor*, bool> seen;
+    static bool eval(ggml_tensor* t, bool ask, void* user) {
+        Prof& p = *static_cast<Prof*>(user);
+        if (ask) {  // every node is computed alone: time it from here to its answer
+            p.t0 = std::chrono::steady_clock::now();
+            return true;
+        }
+        double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - p.t0).count();
+        ggml_backend_t be = ggml_backend_sched_get_tensor_backend(p.sched, t);
+        std::string op = ggml_op_desc(t), bn = be ? ggml_backend_name(be) : "?";
+        ProfileRow& r = p.rows[{op, bn}];
+        r.op = op;
+        r.backend = bn;
+        if (!p.seen[t]) r.nodes++, p.seen[t] = true;
+        r.ms += ms;
+        return true;
+    }
+};
+
+void Session::set_profile(bool on) {
+    if (on) {
+        prof_ = std::make_unique<Prof>();
+        prof_->sched = sched_;
+        ggml_backend_sched_set_eval_callback(sched_, &Prof::eval, prof_.get());
+    } else {
+        ggml_backend_sched_set_eval_callback(sched_, nullptr, nullptr);
+        prof_.reset();
+    }
+}
+
+std::vector<ProfileRow> Session::profile() const {
+    std::vector<ProfileRow> r;
+    if (prof_)
+        for (auto& kv : prof_->rows) r.push_back(kv.second);
+    std::sort(r.begin(), r.end(), [](const ProfileRow& a, const ProfileRow& b) { return a.ms > b.ms; });
+    return r;
 }
 
 Session::~Session() { release(); }

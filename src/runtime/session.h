@@ -25,6 +25,13 @@ struct SessionOptions {
 ggml_backend_t init_backend(const std::string& name, int threads);
 std::vector<std::string> backend_names();
 
+// Time spent per ggml op type and backend over the profiled runs (Session::set_profile).
+struct ProfileRow {
+    std::string op, backend;
+    int nodes = 0;      // graph nodes of this op on this backend (per run)
+    double ms = 0;      // total over the profiled runs
+};
+
 class Session {
 public:
     Session(Graph& g, const SessionOptions& opts);
@@ -35,6 +42,9 @@ public:
     std::string backend_name() const;
     std::map<std::string, int> op_histogram() const { return ggml_op_histogram(bg_->gf); }
     size_t weight_bytes() const;
+    // Profiling: each node is then computed on its own and timed (slower than a plain run).
+    void set_profile(bool on);
+    std::vector<ProfileRow> profile() const;  // by time, largest first
 
 private:
     void init(const SessionOptions& opts);
@@ -44,6 +54,8 @@ private:
     ggml_backend_t backend_ = nullptr, cpu_ = nullptr;
     ggml_backend_buffer_t wbuf_ = nullptr;
     ggml_backend_sched_t sched_ = nullptr;
+    struct Prof;
+    std::unique_ptr<Prof> prof_;
 };
 
 }  // namespace onnx2ggml

@@ -3,8 +3,9 @@
 // Modelled on ggml's own BLAS backend: a ggml backend over host memory (it shares the CPU
 // buffer type, so no tensor is ever copied between it and the CPU backend) that declares in
 // supports_op the nodes it takes; ggml_backend_sched sends every other node to ggml's CPU
-// backend. It takes GGML_OP_CONV_2D (ggml_conv_2d_direct: F32 input, F32 or F16 kernel) and runs
-// it as a oneDNN direct convolution on the tensors in place (NCHW activations and OIHW kernels
+// backend. It takes GGML_OP_CONV_2D (ggml_conv_2d_direct: F32 input, F32 or F16 kernel), with the
+// in-place per-channel bias ADD that follows it in onnx2ggml's lowering, and runs the pair as one
+// oneDNN direct convolution with bias on the tensors in place (NCHW activations and OIHW kernels
 // are exactly ggml's [W,H,C,N] and [KW,KH,IC,OC] layouts: no reorder, no second copy of the
 // weights). Primitives are created once per convolution shape and cached across runs. oneDNN and
 // ggml's CPU backend both run on the OpenMP runtime; set_n_threads sets the OpenMP thread count,
@@ -22,6 +23,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "ggml-backend-impl.h"
@@ -48,7 +50,17 @@ inline bool conv_supported(const ggml_tensor* op) {
            ggml_is_contiguous(k) && ggml_is_contiguous(x) && ggml_is_contiguous(op);
 }
 
-inline void conv2d(Context& c, ggml_tensor* dst) {
+// ADD in place on a CONV_2D output with a per-channel bias [1, 1, OC, 1]: the Conv bias of
+// onnx2ggml's lowering, folded into the convolution primitive.
+inline bool is_conv_bias(const ggml_tensor* op) {
+    const ggml_tensor* conv = op->src[0];
+    const ggml_tensor* b = op->src[1];
+    return op->op == GGML_OP_ADD && conv && b && conv->op == GGML_OP_CONV_2D && op->view_src == conv && conv_supported(conv) &&
+           b->type == GGML_TYPE_F32 && ggml_is_contiguous(b) && b->ne[0] == 1 && b->ne[1] == 1 && b->ne[2] == conv->ne[2] && b->ne[3] == 1;
+}
+
+// dst = conv(src[1], kernel src[0]) (+ bias, when given), written to `out`
+inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, void* out) {
     const ggml_tensor* k = dst->src[0];  // [KW, KH, IC, OC]
     const ggml_tensor* x = dst->src[1];  // [W, H, C, N]
     const int32_t* p = dst->op_params;   // s0, s1, p0, p1, d0, d1 (dim 0 = W)
@@ -60,11 +72,14 @@ inline void conv2d(Context& c, ggml_tensor* dst) {
     using tag = dnnl::memory::format_tag;
     using dt = dnnl::memory::data_type;
     dnnl::memory::desc src_md(src_d, dt::f32, tag::nchw), w_md(w_d, dt::f32, tag::oihw), dst_md(dst_d, dt::f32, tag::nchw);
-    Context::Key key = {src_d[0], src_d[1], src_d[2], src_d[3], w_d[0], w_d[2], w_d[3], p[0], p[1], p[2], p[3], p[4], p[5]};
+    dnnl::memory::desc b_md({w_d[0]}, dt::f32, tag::x);
+    Context::Key key = {src_d[0], src_d[1], src_d[2], src_d[3], w_d[0], w_d[2], w_d[3], p[0], p[1], p[2], p[3], p[4], p[5], bias != nullptr};
     auto it = c.convs.find(key);
     if (it == c.convs.end()) {
-        dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_md, w_md,
-                                          dst_md, strides, dil, pads, pads);
+        auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                                         src_md, w_md, b_md, dst_md, strides, dil, pads, pads)
+                      : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                                         src_md, w_md, dst_md, strides, dil, pads, pads);
         it = c.convs.emplace(key, dnnl::convolution_forward(dnnl::convolution_forward::primitive_desc(d, c.eng))).first;
     }
     void* kdata = k->data;
@@ -76,9 +91,24 @@ inline void conv2d(Context& c, ggml_tensor* dst) {
         }
         kdata = f.data();
     }
-    dnnl::memory xm(src_md, c.eng, x->data), wm(w_md, c.eng, kdata), ym(dst_md, c.eng, dst->data);
-    it->second.execute(c.strm, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, ym}});
+    dnnl::memory xm(src_md, c.eng, x->data), wm(w_md, c.eng, kdata), ym(dst_md, c.eng, out);
+    std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, ym}};
+    if (bias) args[DNNL_ARG_BIAS] = dnnl::memory(b_md, c.eng, bias->data);
+    it->second.execute(c.strm, args);
     c.strm.wait();
+}
+
+// The per-channel bias add of is_conv_bias when its convolution ran elsewhere (in place).
+inline void add_bias(const ggml_tensor* op) {
+    const ggml_tensor* b = op->src[1];
+    float* y = static_cast<float*>(op->data);
+    int64_t hw = op->ne[0] * op->ne[1], C = op->ne[2];
+    for (int64_t n = 0; n < op->ne[3]; ++n)
+        for (int64_t ch = 0; ch < C; ++ch) {
+            float v = static_cast<const float*>(b->data)[ch];
+            float* row = y + (n * C + ch) * hw;
+            for (int64_t i = 0; i < hw; ++i) row[i] += v;
+        }
 }
 
 // ---- ggml backend interface ---------------------------------------------------------------
@@ -93,11 +123,22 @@ inline void free_backend(ggml_backend_t be) {
 inline ggml_status graph_compute(ggml_backend_t be, ggml_cgraph* g) {
     Context& c = *static_cast<Context*>(be->context);
     if (c.n_threads > 0) omp_set_num_threads(c.n_threads);
-    for (int i = 0; i < ggml_graph_n_nodes(g); ++i) {
+    int n_nodes = ggml_graph_n_nodes(g);
+    for (int i = 0; i < n_nodes; ++i) {
         ggml_tensor* n = ggml_graph_node(g, i);
         if ((n->flags & GGML_TENSOR_FLAG_COMPUTE) == 0) continue;
         switch (n->op) {
-            case GGML_OP_CONV_2D: conv2d(c, n); break;
+            case GGML_OP_CONV_2D: {
+                ggml_tensor* next = i + 1 < n_nodes ? ggml_graph_node(g, i + 1) : nullptr;
+                if (next && (next->flags & GGML_TENSOR_FLAG_COMPUTE) && is_conv_bias(next) && next->src[0] == n) {
+                    conv2d(c, n, next->src[1], n->data);  // the add is in place: same memory
+                    ++i;
+                } else {
+                    conv2d(c, n, nullptr, n->data);
+                }
+                break;
+            }
+            case GGML_OP_ADD: add_bias(n); break;
             case GGML_OP_NONE: case GGML_OP_RESHAPE: case GGML_OP_VIEW: case GGML_OP_PERMUTE: case GGML_OP_TRANSPOSE: break;
             default: return GGML_STATUS_FAILED;
         }
@@ -145,6 +186,7 @@ inline bool dev_supports_op(ggml_backend_dev_t, const ggml_tensor* op) {
     switch (op->op) {
         case GGML_OP_NONE: case GGML_OP_RESHAPE: case GGML_OP_VIEW: case GGML_OP_PERMUTE: case GGML_OP_TRANSPOSE: return true;
         case GGML_OP_CONV_2D: return conv_supported(op);
+        case GGML_OP_ADD: return is_conv_bias(op);
         default: return false;
     }
 }
