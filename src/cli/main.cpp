@@ -38,7 +38,7 @@ const char* kUsage =
     "exit codes: 0 ok, 1 numeric mismatch, 2 bad usage or input, 3 unsupported model, 4 internal error\n";
 
 struct Args {
-    std::string cmd, model, outdir, output_dir, backend = "cpu";
+    std::string cmd, model, outdir, output_dir, backend = "auto";
     std::vector<std::pair<std::string, std::string>> inputs, expects;
     CompileOptions copts;
     int threads = 0, repeat = 10, warmup = 2;

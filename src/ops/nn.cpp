@@ -125,8 +125,12 @@ void lower_conv(Lc& c) {
         }
     }
     // the bias in one add, in place on the convolution's own output (the oneDNN backend folds it
-    // into the convolution)
-    if (c.has(2)) y = G(c.b, ggml_add_inplace, y, c.reshape(c.x(2), {M, 1, 1}));
+    // into the convolution); not for a graph output, which must own its memory (no view)
+    if (c.has(2)) {
+        const auto& outs = c.graph().outputs;
+        bool is_output = std::find(outs.begin(), outs.end(), c.node().outputs[0]) != outs.end();
+        y = is_output ? G(c.b, ggml_add, y, c.reshape(c.x(2), {M, 1, 1})) : G(c.b, ggml_add_inplace, y, c.reshape(c.x(2), {M, 1, 1}));
+    }
     c.set(0, c.reshape(y, c.out(0).shape));
 }
 
@@ -269,16 +273,21 @@ void lower_pool(Lc& c, bool is_max) {
             int64_t lo = include_pad ? -pb : 0, hi = include_pad ? in + pe : in;
             return std::max<int64_t>(0, std::min(end, hi) - std::max(start, lo));
         };
-        Tensor corr = Tensor::zeros(DType::F32, {o1, o0});
-        bool trivial = true;
-        for (int64_t a = 0; a < o1; ++a)
-            for (int64_t b2 = 0; b2 < o0; ++b2) {
-                int64_t n = count(a, in1, k1, s1, pb1, pe1) * count(b2, in0, k0, s0, pb0, pe0);
-                float f = n > 0 ? float(double(k0 * k1) / double(n)) : 0.0f;
-                corr.ptr<float>()[a * o0 + b2] = f;
-                trivial &= f == 1.0f;
+        // the correction k / taps is separable: one factor per spatial dim (host work O(o0 + o1))
+        auto factors = [&](int64_t o, int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe, const Shape& shape) -> ggml_tensor* {
+            Tensor f = Tensor::zeros(DType::F32, shape);
+            bool trivial = true;
+            for (int64_t i = 0; i < o; ++i) {
+                int64_t n = count(i, in, k, s, pb, pe);
+                f.ptr<float>()[i] = n > 0 ? float(double(k) / double(n)) : 0.0f;
+                trivial &= f.ptr<float>()[i] == 1.0f;
             }
-        if (!trivial) y = G(c.b, ggml_mul, c.cont(y), c.constant(corr));
+            return trivial ? nullptr : c.constant(f);
+        };
+        ggml_tensor* f0 = factors(o0, in0, k0, s0, pb0, pe0, {o0});     // ggml [o0, 1]
+        ggml_tensor* f1 = factors(o1, in1, k1, s1, pb1, pe1, {o1, 1});  // ggml [1, o1]
+        if (f0) y = G(c.b, ggml_mul, c.cont(y), f0);
+        if (f1) y = G(c.b, ggml_mul, c.cont(y), f1);
     }
     c.set(0, c.reshape(y, c.out(0).shape));
 }

@@ -13,7 +13,7 @@
 namespace onnx2ggml {
 
 struct SessionOptions {
-    std::string backend = "cpu";  // a ggml device name (case-insensitive prefix) or "auto"
+    std::string backend = "auto";  // a ggml device name (case-insensitive prefix), "cpu" (pure ggml) or "auto"
     int threads = 0;              // 0 = all cores
     bool f16_weights = false;     // MatMul/Gemm/Conv weights stored as F16 (--weights f16)
     // Drop the graph's initializer data once the weights are uploaded (the graph cannot be

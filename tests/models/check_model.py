@@ -65,8 +65,8 @@ def main():
     gen = os.path.join(a.work, "gen")
     sh([a.bin, "compile", model, "-o", gen, "--weights", a.weights])
     cfg = ["cmake", "-S", gen, "-B", os.path.join(gen, "build"), "-DCMAKE_BUILD_TYPE=Release"]
-    if a.backend != "cpu":  # the generated project links the oneDNN backend too
-        cfg.append("-DO2G_ONEDNN=ON")
+    if a.backend == "cpu":  # pure ggml: the same kernels as `run --backend cpu`
+        cfg.append("-DO2G_ONEDNN=OFF")
     env = dict(os.environ)
     if shutil.which("ccache"):  # every generated project builds the same ggml: share the objects
         cfg += ["-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]

@@ -263,6 +263,9 @@ case("fuzz: GlobalAveragePool of a 1-D input", run(single("gap1.onnx", helper.ma
      r"gap.*rank >= 3")
 case("fuzz: concat with an empty constant", run(single("concat0.onnx", helper.make_node("Concat", ["x", "e"], ["y"], axis=1, name="c0"), [vi("x", [2, 3])],
                                                        [numpy_helper.from_array(np.zeros((2, 0), np.float32), "e")])), 0, r"")
+case("fuzz: AveragePool count_include_pad=0 over a huge output (host work O(H+W), not O(H*W))",
+     ["inspect", single("avgbig.onnx", helper.make_node("AveragePool", ["x"], ["y"], name="apb", kernel_shape=[2, 2], pads=[1, 1, 1, 1]),
+                        [vi("x", [1, 1, 40000, 40000])]), "--ggml", "--max-memory", "1G"], 0, r"")
 
 # ---- inputs and the command line --------------------------------------------------------------
 dyn = save("dyn.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="relu0")], [vi("x", ["batch", 4])], [vi("y", None)]))

@@ -67,7 +67,7 @@ static ggml_backend_t init_backend(const std::string& name, int threads) {
 
 int main(int argc, char** argv) {
     std::map<std::string, std::string> input_files;
-    std::string out_dir = ".", backend_name = "cpu", weights = MODEL_GGUF_DEFAULT;
+    std::string out_dir = ".", backend_name = "auto", weights = MODEL_GGUF_DEFAULT;
     int threads = 0;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];

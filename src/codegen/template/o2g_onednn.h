@@ -1,13 +1,14 @@
-// onnx2ggml's oneDNN backend for ggml: the fast CPU path for convolutions.
+// onnx2ggml's oneDNN backend for ggml: the fast CPU path for convolutions and matrix products.
 //
 // Modelled on ggml's own BLAS backend: a ggml backend over host memory (it shares the CPU
 // buffer type, so no tensor is ever copied between it and the CPU backend) that declares in
 // supports_op the nodes it takes; ggml_backend_sched sends every other node to ggml's CPU
-// backend. It takes GGML_OP_CONV_2D (ggml_conv_2d_direct: F32 input, F32 or F16 kernel), with the
+// backend. It takes GGML_OP_CONV_2D and GGML_OP_CONV_2D_DW (ggml_conv_2d_direct and
+// ggml_conv_2d_dw_direct: F32 input and kernel), with the
 // in-place per-channel bias ADD that follows it in onnx2ggml's lowering, and runs the pair as one
 // oneDNN direct convolution with bias on the tensors in place (NCHW activations and OIHW kernels
 // are exactly ggml's [W,H,C,N] and [KW,KH,IC,OC] layouts: no reorder, no second copy of the
-// weights). Primitives are created once per convolution shape and cached across runs. oneDNN and
+// weights), and GGML_OP_MUL_MAT as a oneDNN matmul reading both operands through their strides. Primitives are created once per convolution shape and cached across runs. oneDNN and
 // ggml's CPU backend both run on the OpenMP runtime; set_n_threads sets the OpenMP thread count,
 // so the two never fight over the cores.
 //
@@ -37,16 +38,17 @@ struct Context {
     dnnl::engine eng{dnnl::engine::kind::cpu, 0};
     dnnl::stream strm{eng};
     int n_threads = 0;
-    // shape key -> primitive; the F16 kernel cache holds F32 copies of F16 kernels by address
+    // shape key -> primitive (created once, reused by every run)
     using Key = std::vector<int64_t>;
     std::map<Key, dnnl::convolution_forward> convs;
-    std::map<const void*, std::vector<float>> f32_kernels;
+    std::map<Key, dnnl::matmul> matmuls;
 };
 
+// CONV_2D (kernel [KW, KH, IC, OC]) and CONV_2D_DW (depthwise, kernel [KW, KH, 1, C]) on NCHW data
 inline bool conv_supported(const ggml_tensor* op) {
     const ggml_tensor* k = op->src[0];
     const ggml_tensor* x = op->src[1];
-    return op->type == GGML_TYPE_F32 && x->type == GGML_TYPE_F32 && (k->type == GGML_TYPE_F32 || k->type == GGML_TYPE_F16) &&
+    return (op->op == GGML_OP_CONV_2D || op->op == GGML_OP_CONV_2D_DW) && op->type == GGML_TYPE_F32 && x->type == GGML_TYPE_F32 && k->type == GGML_TYPE_F32 &&
            ggml_is_contiguous(k) && ggml_is_contiguous(x) && ggml_is_contiguous(op);
 }
 
@@ -55,7 +57,7 @@ inline bool conv_supported(const ggml_tensor* op) {
 inline bool is_conv_bias(const ggml_tensor* op) {
     const ggml_tensor* conv = op->src[0];
     const ggml_tensor* b = op->src[1];
-    return op->op == GGML_OP_ADD && conv && b && conv->op == GGML_OP_CONV_2D && op->view_src == conv && conv_supported(conv) &&
+    return op->op == GGML_OP_ADD && conv && b && op->view_src == conv && conv_supported(conv) &&
            b->type == GGML_TYPE_F32 && ggml_is_contiguous(b) && b->ne[0] == 1 && b->ne[1] == 1 && b->ne[2] == conv->ne[2] && b->ne[3] == 1;
 }
 
@@ -65,15 +67,16 @@ inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, 
     const ggml_tensor* x = dst->src[1];  // [W, H, C, N]
     const int32_t* p = dst->op_params;   // s0, s1, p0, p1, d0, d1 (dim 0 = W)
     using dims = dnnl::memory::dims;
+    bool dw = dst->op == GGML_OP_CONV_2D_DW;
     dims src_d = {x->ne[3], x->ne[2], x->ne[1], x->ne[0]};
-    dims w_d = {k->ne[3], k->ne[2], k->ne[1], k->ne[0]};
+    dims w_d = dw ? dims{k->ne[3], 1, 1, k->ne[1], k->ne[0]} : dims{k->ne[3], k->ne[2], k->ne[1], k->ne[0]};  // dw: goihw
     dims dst_d = {dst->ne[3], dst->ne[2], dst->ne[1], dst->ne[0]};
     dims strides = {p[1], p[0]}, pads = {p[3], p[2]}, dil = {p[5] - 1, p[4] - 1};  // oneDNN dilation counts from 0
     using tag = dnnl::memory::format_tag;
     using dt = dnnl::memory::data_type;
-    dnnl::memory::desc src_md(src_d, dt::f32, tag::nchw), w_md(w_d, dt::f32, tag::oihw), dst_md(dst_d, dt::f32, tag::nchw);
-    dnnl::memory::desc b_md({w_d[0]}, dt::f32, tag::x);
-    Context::Key key = {src_d[0], src_d[1], src_d[2], src_d[3], w_d[0], w_d[2], w_d[3], p[0], p[1], p[2], p[3], p[4], p[5], bias != nullptr};
+    dnnl::memory::desc src_md(src_d, dt::f32, tag::nchw), w_md(w_d, dt::f32, dw ? tag::goihw : tag::oihw), dst_md(dst_d, dt::f32, tag::nchw);
+    dnnl::memory::desc b_md({dst_d[1]}, dt::f32, tag::x);
+    Context::Key key = {dw, src_d[0], src_d[1], src_d[2], src_d[3], dst_d[1], k->ne[1], k->ne[0], p[0], p[1], p[2], p[3], p[4], p[5], bias != nullptr};
     auto it = c.convs.find(key);
     if (it == c.convs.end()) {
         auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
@@ -82,16 +85,7 @@ inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, 
                                                          src_md, w_md, dst_md, strides, dil, pads, pads);
         it = c.convs.emplace(key, dnnl::convolution_forward(dnnl::convolution_forward::primitive_desc(d, c.eng))).first;
     }
-    void* kdata = k->data;
-    if (k->type == GGML_TYPE_F16) {  // oneDNN takes F32 kernels with F32 activations: convert once per weight
-        auto& f = c.f32_kernels[k->data];
-        if (f.empty()) {
-            f.resize(size_t(ggml_nelements(k)));
-            ggml_fp16_to_fp32_row(static_cast<const ggml_fp16_t*>(k->data), f.data(), ggml_nelements(k));
-        }
-        kdata = f.data();
-    }
-    dnnl::memory xm(src_md, c.eng, x->data), wm(w_md, c.eng, kdata), ym(dst_md, c.eng, out);
+    dnnl::memory xm(src_md, c.eng, x->data), wm(w_md, c.eng, k->data), ym(dst_md, c.eng, out);
     std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, ym}};
     if (bias) args[DNNL_ARG_BIAS] = dnnl::memory(b_md, c.eng, bias->data);
     it->second.execute(c.strm, args);
@@ -111,6 +105,40 @@ inline void add_bias(const ggml_tensor* op) {
         }
 }
 
+// MUL_MAT: dst[.., M, N] = src1[.., M, K] x src0[.., N, K]^T, each operand read through its strides
+// (views such as attention's K need no copy). src0's batch dims must equal src1's or be 1 (oneDNN
+// broadcasting). F32 only: F16 weights (--weights f16) stay on ggml's CPU kernels, which read them
+// as they are (a converted copy would cost the memory F16 weights are there to save).
+inline bool mul_mat_supported(const ggml_tensor* op) {
+    const ggml_tensor* a = op->src[0];
+    const ggml_tensor* b = op->src[1];
+    return a->type == GGML_TYPE_F32 && b->type == GGML_TYPE_F32 && op->type == GGML_TYPE_F32 && ggml_is_contiguous(op) &&
+           a->nb[0] == ggml_type_size(a->type) && b->nb[0] == sizeof(float) &&
+           (a->ne[2] == b->ne[2] || a->ne[2] == 1) && (a->ne[3] == b->ne[3] || a->ne[3] == 1);
+}
+
+inline void mul_mat(Context& c, ggml_tensor* dst) {
+    const ggml_tensor* a = dst->src[0];  // [K, N, A2, A3]
+    const ggml_tensor* b = dst->src[1];  // [K, M, B2, B3]
+    using dims = dnnl::memory::dims;
+    using dt = dnnl::memory::data_type;
+    dims a_str = {int64_t(a->nb[3] / 4), int64_t(a->nb[2] / 4), 1, int64_t(a->nb[1] / 4)};
+    dims src_d = {b->ne[3], b->ne[2], b->ne[1], b->ne[0]};
+    dims src_s = {int64_t(b->nb[3] / 4), int64_t(b->nb[2] / 4), int64_t(b->nb[1] / 4), 1};
+    dims w_d = {a->ne[3], a->ne[2], a->ne[0], a->ne[1]};
+    dims dst_d = {dst->ne[3], dst->ne[2], dst->ne[1], dst->ne[0]};
+    dims dst_s = {int64_t(dst->nb[3] / 4), int64_t(dst->nb[2] / 4), int64_t(dst->nb[1] / 4), 1};
+    dnnl::memory::desc src_md(src_d, dt::f32, src_s), w_md(w_d, dt::f32, a_str), dst_md(dst_d, dt::f32, dst_s);
+    Context::Key key = {-1};  // shapes and strides
+    for (const dims* v : {&src_d, &src_s, &w_d, &a_str, &dst_s}) key.insert(key.end(), v->begin(), v->end());
+    auto it = c.matmuls.find(key);
+    if (it == c.matmuls.end())
+        it = c.matmuls.emplace(key, dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(src_md, w_md, dst_md), c.eng))).first;
+    dnnl::memory sm(src_md, c.eng, b->data), wm(w_md, c.eng, a->data), dm(dst_md, c.eng, dst->data);
+    it->second.execute(c.strm, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dm}});
+    c.strm.wait();
+}
+
 // ---- ggml backend interface ---------------------------------------------------------------
 
 inline const char* name(ggml_backend_t) { return "oneDNN"; }
@@ -128,7 +156,7 @@ inline ggml_status graph_compute(ggml_backend_t be, ggml_cgraph* g) {
         ggml_tensor* n = ggml_graph_node(g, i);
         if ((n->flags & GGML_TENSOR_FLAG_COMPUTE) == 0) continue;
         switch (n->op) {
-            case GGML_OP_CONV_2D: {
+            case GGML_OP_CONV_2D: case GGML_OP_CONV_2D_DW: {
                 ggml_tensor* next = i + 1 < n_nodes ? ggml_graph_node(g, i + 1) : nullptr;
                 if (next && (next->flags & GGML_TENSOR_FLAG_COMPUTE) && is_conv_bias(next) && next->src[0] == n) {
                     conv2d(c, n, next->src[1], n->data);  // the add is in place: same memory
@@ -139,6 +167,7 @@ inline ggml_status graph_compute(ggml_backend_t be, ggml_cgraph* g) {
                 break;
             }
             case GGML_OP_ADD: add_bias(n); break;
+            case GGML_OP_MUL_MAT: mul_mat(c, n); break;
             case GGML_OP_NONE: case GGML_OP_RESHAPE: case GGML_OP_VIEW: case GGML_OP_PERMUTE: case GGML_OP_TRANSPOSE: break;
             default: return GGML_STATUS_FAILED;
         }
@@ -168,7 +197,7 @@ inline ggml_backend_t init(ggml_backend_dev_t dev, const char*) {
 }
 
 inline const char* dev_name(ggml_backend_dev_t) { return "oneDNN"; }
-inline const char* dev_description(ggml_backend_dev_t) { return "oneDNN CPU convolutions (onnx2ggml)"; }
+inline const char* dev_description(ggml_backend_dev_t) { return "oneDNN CPU convolutions and matmuls (onnx2ggml)"; }
 inline void dev_memory(ggml_backend_dev_t, size_t* free, size_t* total) { *free = *total = 0; }
 inline enum ggml_backend_dev_type dev_type(ggml_backend_dev_t) { return GGML_BACKEND_DEVICE_TYPE_ACCEL; }
 inline void dev_props(ggml_backend_dev_t d, ggml_backend_dev_props* p) {
@@ -185,8 +214,9 @@ inline ggml_backend_buffer_t dev_from_ptr(ggml_backend_dev_t, void* ptr, size_t 
 inline bool dev_supports_op(ggml_backend_dev_t, const ggml_tensor* op) {
     switch (op->op) {
         case GGML_OP_NONE: case GGML_OP_RESHAPE: case GGML_OP_VIEW: case GGML_OP_PERMUTE: case GGML_OP_TRANSPOSE: return true;
-        case GGML_OP_CONV_2D: return conv_supported(op);
+        case GGML_OP_CONV_2D: case GGML_OP_CONV_2D_DW: return conv_supported(op);
         case GGML_OP_ADD: return is_conv_bias(op);
+        case GGML_OP_MUL_MAT: return mul_mat_supported(op);
         default: return false;
     }
 }
