@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (CMake preset `fuzz`: clang, ASan+UBSan) and fuzzes each for
-# SECONDS (default 60, the three side by side): fuzz_model (load + shapes + folding + lowering), fuzz_npy, fuzz_gguf.
+# SECONDS (default 60, side by side): fuzz_model (load + shapes + folding + lowering), fuzz_npy, fuzz_gguf.
+# usage: fuzz.sh [SECONDS] [TARGETS]   (TARGETS: a comma-separated subset of model,npy,gguf; default all)
 # Seeds: the ONNX backend test models, the example, .npy and GGUF files made here.
 # Prints per target: executions, executions per second, corpus size, and the crash count;
 # exits 1 if any target found a crash (the reproducer is left in build-fuzz/crashes/).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 secs="${1:-60}"
+targets="${2:-model,npy,gguf}"
+targets="${targets//,/ }"
 cd "$here"
 command -v clang++ >/dev/null || { echo "fuzz: clang++ is required (apt-get install clang libclang-rt-dev)"; exit 1; }
 cmake --preset fuzz >build-fuzz.configure.log 2>&1 || { cat build-fuzz.configure.log; exit 1; }
@@ -29,13 +32,13 @@ for i, (d, s) in enumerate([('<f4', (2, 3)), ('<i8', (4,)), ('|b1', (2, 2)), ('<
   cp build-fuzz/seed-gen/model.gguf "$c/gguf/tinycnn.gguf"
 fi
 # the three targets run side by side, each for SECONDS of wall time
-for t in model npy gguf; do
+for t in $targets; do
   ASAN_OPTIONS=detect_leaks=0 nice ./build-fuzz/fuzz_$t $c/$t -max_total_time="$secs" -rss_limit_mb=2048 -timeout=30 \
     -artifact_prefix=build-fuzz/crashes/$t- -print_final_stats=1 >build-fuzz/fuzz_$t.log 2>&1 &
 done
 status=0
 wait || true
-for t in model npy gguf; do
+for t in $targets; do
   log=build-fuzz/fuzz_$t.log
   execs=$(grep -ao 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -ao '[0-9]*$' || echo 0)
   eps=$(grep -ao 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -ao '[0-9]*$' || echo 0)

@@ -19,8 +19,10 @@
 
 #include <omp.h>
 
+#include <cstdio>
 #include <cstring>
 #include <dnnl.hpp>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -148,9 +150,20 @@ inline void free_backend(ggml_backend_t be) {
     delete be;
 }
 
+inline ggml_status compute_nodes(Context& c, ggml_cgraph* g);
+
 inline ggml_status graph_compute(ggml_backend_t be, ggml_cgraph* g) {
     Context& c = *static_cast<Context*>(be->context);
     if (c.n_threads > 0) omp_set_num_threads(c.n_threads);
+    try {  // a oneDNN error (e.g. a primitive it cannot create) fails the compute, never unwinds through ggml
+        return compute_nodes(c, g);
+    } catch (const std::exception& e) {
+        fprintf(stderr, "oneDNN backend: %s\n", e.what());
+        return GGML_STATUS_FAILED;
+    }
+}
+
+inline ggml_status compute_nodes(Context& c, ggml_cgraph* g) {
     int n_nodes = ggml_graph_n_nodes(g);
     for (int i = 0; i < n_nodes; ++i) {
         ggml_tensor* n = ggml_graph_node(g, i);
