@@ -119,9 +119,7 @@ def main():
           "- **VAE mid-block attention, 3**: NCHW -> tokens once (shared by the Q, K and V projections), V transposed, "
           "tokens -> NCHW (with one head there is no head merge).",
           "- **UNet Transformer2D, 2 per block**: NCHW -> tokens before `proj_in`'s matmul and back after `proj_out`.",
-          "- **GEGLU, 1 per block**: the gate half of the `chunk` is a strided view that ggml's GELU takes only dense.",
-          "",
-          "So the VAE decoder and encoder have 3 each, the CLIP encoder 36 (12 layers x 3), the UNet 16 x 9 = 144.", "",
+          "- **GEGLU: none**: the gate half of the `chunk` is a strided view that ggml's GELU reads as it is (its CPU kernels take strided rows).\n\nSo the VAE decoder and encoder have 3 each, the CLIP encoder 36 (12 layers x 3), the UNet 16 x 8 = 128.", "",
           "## Fusions that fire on these graphs", "",
           "- `fuse_groupnorm`: every GroupNorm (exported as Reshape -> InstanceNormalization -> Reshape -> Mul -> Add) -> "
           "`ggml_group_norm` + one mul + one add (GROUP_NORM rows above).",

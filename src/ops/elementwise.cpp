@@ -1,6 +1,7 @@
 // Elementwise operators: unary math and activations, broadcasting binary arithmetic,
 // variadic Sum/Mean/Max/Min, comparisons and logic, Where, Clip, Cast.
 #include <cmath>
+#include <set>
 
 #include "o2g_kernels.h"
 #include "ops/common.h"
@@ -28,10 +29,15 @@ void unary(Registry& r, const std::string& op, std::function<double(OpCtx&, doub
         if (fi) ifn = [fi](const int64_t* v) { return fi(v[0]); };
         c.set_const(0, eval_elementwise(c, c.dtype(0), [&](const double* v) { return f(c, v[0]); }, ifn));
     };
+    // ggml's own unary kernels read strided rows (ggml_is_contiguous_rows), e.g. the gate half of
+    // GEGLU's chunk; onnx2ggml's custom CPU kernels need dense tensors
+    static const std::set<std::string> strided_ok = {"Relu", "Sigmoid", "Tanh", "Gelu", "o2g.Silu"};
+    bool rows_ok = strided_ok.count(op) > 0;
     if (low)
-        d.lower = [low](Lc& c) {
+        d.lower = [low, rows_ok](Lc& c) {
             require_float(c, 0);
-            c.set(0, low(c, c.xc(0)));
+            ggml_tensor* x = c.x(0);
+            c.set(0, low(c, rows_ok && x->nb[0] == ggml_type_size(x->type) ? x : c.cont(x)));
         };
     r.add(std::move(d));
 }
