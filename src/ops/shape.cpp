@@ -222,7 +222,7 @@ Shape reshape_target(OpCtx& c) {
         }
         if (d < 0) c.fail("invalid target shape entry " + std::to_string(d));
         out[i] = d;
-        known *= d;
+        if (__builtin_mul_overflow(known, d, &known)) c.fail("target shape " + shape_str(Shape(spec)) + " has more elements than int64 holds");
     }
     int64_t n = shape_numel(in);
     if (infer >= 0) {

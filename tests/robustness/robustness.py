@@ -266,6 +266,10 @@ case("fuzz: concat with an empty constant", run(single("concat0.onnx", helper.ma
 case("fuzz: AveragePool count_include_pad=0 over a huge output (host work O(H+W), not O(H*W))",
      ["inspect", single("avgbig.onnx", helper.make_node("AveragePool", ["x"], ["y"], name="apb", kernel_shape=[2, 2], pads=[1, 1, 1, 1]),
                         [vi("x", [1, 1, 40000, 40000])]), "--ggml", "--max-memory", "1G"], 0, r"")
+case("fuzz: Reshape target whose dims overflow int64 with a -1",
+     run(single("reshape_ovf.onnx", helper.make_node("Reshape", ["x", "s"], ["y"], name="rov"), [vi("x", [2, 3])],
+                [numpy_helper.from_array(np.array([434110461, 8796093022207, -1], np.int64), "s")])), 2,
+     r"rov.*more elements than int64 holds")
 
 # ---- inputs and the command line --------------------------------------------------------------
 dyn = save("dyn.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="relu0")], [vi("x", ["batch", 4])], [vi("y", None)]))
