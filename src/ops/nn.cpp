@@ -435,7 +435,10 @@ void register_norm(Registry& r) {
     {
         OpDef d;
         d.op_type = "InstanceNormalization";
-        d.infer = infer_same;
+        d.infer = [](OpCtx& c) {
+            if (c.rank(0) < 2) c.fail("input must have rank >= 2 (N, C, ...), got " + shape_str(c.shape(0)));
+            infer_same(c);
+        };
         d.lower = [](Lc& c) {
             const Shape& s = c.shape(0);
             int64_t sp = 1;

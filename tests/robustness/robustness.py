@@ -270,6 +270,9 @@ case("fuzz: Reshape target whose dims overflow int64 with a -1",
      run(single("reshape_ovf.onnx", helper.make_node("Reshape", ["x", "s"], ["y"], name="rov"), [vi("x", [2, 3])],
                 [numpy_helper.from_array(np.array([434110461, 8796093022207, -1], np.int64), "s")])), 2,
      r"rov.*more elements than int64 holds")
+case("fuzz: InstanceNormalization of a 1-D input", run(single("inorm1.onnx", helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"], name="in1"),
+                                                            [vi("x", [4])], [numpy_helper.from_array(np.ones((4,), np.float32), n) for n in "sb"])), 2,
+     r"in1.*rank >= 2")
 
 # ---- inputs and the command line --------------------------------------------------------------
 dyn = save("dyn.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="relu0")], [vi("x", ["batch", 4])], [vi("y", None)]))
