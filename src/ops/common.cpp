@@ -1,6 +1,25 @@
 #include "ops/common.h"
 
+#include <cstring>
+
 namespace onnx2ggml {
+
+Tensor broadcast_host(const Tensor& t, const Shape& to) {
+    Shape s = align_rank(t.shape, to.size());
+    auto st = strides_of(s), so = strides_of(to);
+    Tensor r = Tensor::zeros(t.dtype, to);
+    size_t es = dtype_size(t.dtype);
+    for (int64_t i = 0; i < r.numel(); ++i) {
+        int64_t rem = i, src = 0;
+        for (size_t k = 0; k < to.size(); ++k) {
+            int64_t idx = rem / so[k];
+            rem %= so[k];
+            if (s[k] != 1) src += idx * st[k];
+        }
+        std::memcpy(r.data() + size_t(i) * es, t.data() + size_t(src) * es, es);
+    }
+    return r;
+}
 
 std::vector<int64_t> strides_of(const Shape& s) {
     std::vector<int64_t> st(s.size(), 1);

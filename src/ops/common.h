@@ -35,5 +35,7 @@ void require_float(LowerCtx& c, int i);
 
 // Strides of a row-major shape (elements).
 std::vector<int64_t> strides_of(const Shape& s);
+// A host tensor broadcast (numpy rules) to shape `to` (a copy; `to` must be a broadcast of t's shape).
+Tensor broadcast_host(const Tensor& t, const Shape& to);
 
 }  // namespace onnx2ggml

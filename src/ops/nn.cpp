@@ -678,21 +678,9 @@ void lower_softmax_ext(Lc& c) {
     if (c.has(1)) {
         // the constant mask broadcast over the last two dims (ggml_soft_max_ext broadcasts the others)
         size_t r = s.size();
-        Shape ms = align_rank(c.shape(1), r);
-        Shape t = ms;
+        Shape t = align_rank(c.shape(1), r);
         for (size_t i = r >= 2 ? r - 2 : 0; i < r; ++i) t[i] = s[i];
-        const Tensor& m = c.cval(1);
-        Tensor full = Tensor::zeros(DType::F32, t);
-        auto st_m = strides_of(ms), st_t = strides_of(t);
-        for (int64_t i = 0; i < full.numel(); ++i) {
-            int64_t rem = i, src = 0;
-            for (size_t k = 0; k < r; ++k) {
-                int64_t idx = rem / st_t[k];
-                rem %= st_t[k];
-                if (ms[k] != 1) src += idx * st_m[k];
-            }
-            full.setf(i, m.getf(src));
-        }
+        Tensor full = broadcast_host(c.cval(1), t);
         mask = c.constant(full);
     }
     ggml_tensor* y = G(c.b, ggml_soft_max_ext, x, mask, c.af("scale", 1.0f), 0.0f);

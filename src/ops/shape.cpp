@@ -752,16 +752,7 @@ void register_shape_ops(Registry& r) {
             return o;
         };
         d.infer = [out_shape](OpCtx& c) { c.set_out(0, c.dtype(0), out_shape(c)); };
-        d.eval = [out_shape](OpCtx& c) {
-            Shape o = out_shape(c);
-            Shape s = align_rank(c.shape(0), o.size());
-            auto st = strides_of(s);
-            c.set_const(0, remap(c.cval(0), o, [&](const std::vector<int64_t>& idx) {
-                int64_t f = 0;
-                for (size_t k = 0; k < idx.size(); ++k) if (s[k] != 1) f += idx[k] * st[k];
-                return f;
-            }));
-        };
+        d.eval = [out_shape](OpCtx& c) { c.set_const(0, broadcast_host(c.cval(0), out_shape(c))); };
         d.lower = [out_shape](Lc& c) {
             Shape o = out_shape(c);
             ggml_tensor* x = c.reshape(c.x(0), align_rank(c.shape(0), o.size()));
