@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "gguf.h"
+#include "lower/lower.h"
 #include "runtime/build.h"
 #include "util/error.h"
 
@@ -84,6 +85,11 @@ EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& 
         if (g.values[id].shape.size() > 8) unsupported(g.path + ": input rank above 8");
     for (int id : g.outputs)
         if (g.values[id].shape.size() > 8) unsupported(g.path + ": output rank above 8");
+    for (const std::vector<int>* ids : {&g.inputs, &g.outputs})
+        for (int id : *ids)
+            if (!device_computable(g.values[id].dtype))
+                unsupported(g.path + ": graph " + (ids == &g.inputs ? "input '" : "output '") + g.values[id].name + "' has dtype " +
+                            dtype_name(g.values[id].dtype) + ": generated programs take float32, bool, int32 and int64 tensors (`run` takes all)");
     auto bg = build_graph(g, true, f16_weights);
     Builder& b = *bg->b;
     make_dirs(outdir);

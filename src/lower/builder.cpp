@@ -42,8 +42,9 @@ Tensor Weight::data() const {
     switch (t->type) {
         case GGML_TYPE_F32: h = h.cast(DType::F32); break;
         case GGML_TYPE_F16: h = h.cast(DType::F16); break;
-        case GGML_TYPE_I32: h = h.cast(DType::I32); break;
-        default: internal_error(std::string("weight of ggml type ") + ggml_type_name(t->type));
+        case GGML_TYPE_I32: if (h.dtype != DType::U32) h = h.cast(DType::I32); break;
+        default:  // held bit for bit (float64, int8/uint8, ...: see ggml_type_for)
+            if (dtype_size(h.dtype) != ggml_type_size(t->type)) internal_error(std::string("weight of ggml type ") + ggml_type_name(t->type));
     }
     if (h.nbytes() != ggml_nbytes(t)) internal_error("weight data size differs from its ggml tensor");
     return h;
@@ -63,6 +64,12 @@ ggml_tensor* Builder::weight(const Tensor& host, ggml_type type, const std::stri
     if (record_) vars_[t] = "w[" + std::to_string(weights.size()) + "]";
     weights.push_back(Weight{onnx_name, host, t, transpose});
     return t;
+}
+
+ggml_tensor* Builder::custom(ggml_type type, const int64_t ne[4], std::vector<ggml_tensor*> args, ggml_custom_op_t fun, void* userdata) {
+    if (record_) internal_error("a host kernel in a recorded program");
+    reserve(ctx);
+    return ggml_custom_4d(ctx, type, ne[0], ne[1], ne[2], ne[3], args.data(), int(args.size()), fun, 1, userdata);
 }
 
 ggml_tensor* Builder::input(int index, ggml_type type, const int64_t ne[4], const std::string& onnx_name) {

@@ -3,6 +3,7 @@
 // as one line of C++. `run` executes the graph that was built; `compile` emits the
 // recorded lines. Both come from the same calls, so they cannot disagree.
 #pragma once
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -24,6 +25,8 @@ struct Weight {
     Tensor data() const;    // the bytes as stored: ggml_nbytes(t) of them
 };
 
+struct HostKernel;  // lower/host_kernel.h
+
 class Builder {
 public:
     Builder(ggml_context* compute, ggml_context* weights, bool record)
@@ -42,6 +45,9 @@ public:
 
     ggml_tensor* weight(const Tensor& host, ggml_type type, const std::string& onnx_name, bool transpose = false);
     bool f16_weights = false;  // store MatMul/Gemm/Conv weights as F16 (--weights f16)
+    // A host kernel's node (lower/host_kernel.h): a ggml custom op; never recorded (compile refuses host kernels).
+    ggml_tensor* custom(ggml_type type, const int64_t ne[4], std::vector<ggml_tensor*> args, ggml_custom_op_t fun, void* userdata);
+    std::vector<std::shared_ptr<HostKernel>> host_kernels;  // owned here: the graph's custom ops point at them
     ggml_tensor* input(int index, ggml_type type, const int64_t ne[4], const std::string& onnx_name);
     void name(ggml_tensor* t, const std::string& onnx_name);
     void comment(const std::string& text);

@@ -4,16 +4,27 @@
 
 namespace onnx2ggml {
 
+bool device_computable(DType t) {
+    return t == DType::F32 || t == DType::Bool || t == DType::I32 || t == DType::I64;
+}
+
 ggml_type ggml_type_for(DType t) {
     switch (t) {
         case DType::F32: case DType::Bool: return GGML_TYPE_F32;  // booleans are 0/1 floats on the device
-        case DType::I32: case DType::I64: return GGML_TYPE_I32;
+        case DType::I32: case DType::I64: return GGML_TYPE_I32;   // int64 held as int32 (range-checked)
+        // held bit for bit; only host kernels (lower/host_kernel.cpp) compute on these
+        case DType::F64: return GGML_TYPE_F64;
+        case DType::F16: return GGML_TYPE_F16;
+        case DType::BF16: return GGML_TYPE_BF16;
+        case DType::I8: case DType::U8: return GGML_TYPE_I8;
+        case DType::I16: case DType::U16: return GGML_TYPE_I16;
+        case DType::U32: return GGML_TYPE_I32;
+        case DType::U64: return GGML_TYPE_I64;
         default: return GGML_TYPE_COUNT;
     }
 }
 
 ggml_tensor* LowerCtx::constant(const Tensor& t, ggml_type type) {
-    if (type != GGML_TYPE_F32 && type != GGML_TYPE_I32 && type != GGML_TYPE_F16) internal_error("constant of unsupported ggml type");
     return b.weight(t.reshaped(canonical4(t.shape)), type, "");  // cast when stored (Weight::data)
 }
 
@@ -115,6 +126,21 @@ ggml_tensor* LowerCtx::binary(Bin op, ggml_tensor* a, const Shape& sa, ggml_tens
     if (!broadcast_shapes(sa, sb, so)) fail("shapes " + shape_str(sa) + " and " + shape_str(sb) + " cannot be broadcast");
     size_t r = so.size();
     Shape xa = align_rank(sa, r), xb = align_rank(sb, r);
+    if (r > 4) {  // merge neighbouring dims where each operand is whole in both or broadcast in both
+        Shape ca, cb, co;
+        int prev = -1;  // broadcast pattern of the last kept dim: bit 0 = a broadcast, bit 1 = b broadcast
+        for (size_t i = 0; i < r; ++i) {
+            if (so[i] == 1) continue;
+            int kind = (xa[i] == 1 ? 1 : 0) | (xb[i] == 1 ? 2 : 0);
+            if (kind == prev) {
+                ca.back() *= xa[i], cb.back() *= xb[i], co.back() *= so[i];
+            } else {
+                ca.push_back(xa[i]), cb.push_back(xb[i]), co.push_back(so[i]);
+                prev = kind;
+            }
+        }
+        if (co.size() < r) return reshape(binary(op, reshape(a, ca), ca, reshape(bt, cb), cb), so);
+    }
     if (r > 4) {  // merged leading dims must agree exactly or be all 1
         auto lead_ok = [&](const Shape& s) {
             bool all1 = true, same = true;

@@ -50,5 +50,8 @@ private:
 };
 
 ggml_type ggml_type_for(DType t);  // the ggml type a device value of dtype t is held in
+// dtypes the ggml lowerings compute on (float32, bool as 0/1 floats, int32/int64 as int32);
+// values of the other dtypes are held bit for bit and computed by host kernels only
+bool device_computable(DType t);
 
 }  // namespace onnx2ggml

@@ -33,6 +33,12 @@ ggml_tensor* expand_to_out(LowerCtx& c, int i);
 // Device operand check: float32 (or bool held as float) device tensors only.
 void require_float(LowerCtx& c, int i);
 
+// Conv on the host (src/ops/nn.cpp): input 0 (x) and a weight of shape ws, with c's attributes, as
+// doubles (zero points already subtracted for the integer convolutions); the NC... output.
+std::vector<double> conv_host(OpCtx& c, const Shape& ws, const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>* bias);
+// Conv's output shape for input 0 and a weight of shape ws (checks the attributes).
+Shape conv_output_shape(OpCtx& c, const Shape& ws);
+
 // Strides of a row-major shape (elements).
 std::vector<int64_t> strides_of(const Shape& s);
 // A host tensor broadcast (numpy rules) to shape `to` (a copy; `to` must be a broadcast of t's shape).

@@ -134,8 +134,9 @@ void lower_conv(Lc& c) {
     c.set(0, c.reshape(y, c.out(0).shape));
 }
 
-void infer_conv(OpCtx& c) {
-    const Shape& ws = c.shape(1);
+}  // namespace
+
+Shape conv_output_shape(OpCtx& c, const Shape& ws) {
     if (ws.size() != c.shape(0).size() || ws.size() < 3) c.fail("weight rank " + std::to_string(ws.size()) + " must equal the input rank (>= 3)");
     std::vector<int64_t> kernel = c.ais("kernel_shape", std::vector<int64_t>(ws.begin() + 2, ws.end()));
     if (kernel != std::vector<int64_t>(ws.begin() + 2, ws.end())) c.fail("kernel_shape differs from the weight's spatial dims");
@@ -144,6 +145,14 @@ void infer_conv(OpCtx& c) {
     if (group <= 0 || c.shape(0)[1] != ws[1] * group) c.fail("input channels " + std::to_string(c.shape(0)[1]) + " != weight channels " + std::to_string(ws[1]) + " x group " + std::to_string(group));
     Shape o = {c.shape(0)[0], ws[0]};
     o.insert(o.end(), g.out.begin(), g.out.end());
+    return o;
+}
+
+namespace {
+
+void infer_conv(OpCtx& c) {
+    const Shape& ws = c.shape(1);
+    Shape o = conv_output_shape(c, ws);
     if (c.has(2) && shape_numel(c.shape(2)) != ws[0]) c.fail("bias has " + std::to_string(shape_numel(c.shape(2))) + " values for " + std::to_string(ws[0]) + " output channels");
     c.set_out(0, c.dtype(0), o);
 }
@@ -350,11 +359,167 @@ ggml_tensor* matmul(Lc& c, int ia, int ib, Shape sa, Shape sb, bool trans_a, boo
     return G(c.b, ggml_mul_mat, x, y);
 }
 
+// ---- host evaluators of Conv, ConvTranspose and the pools (any rank, any dtype) ------------
+// Run as folding or as host kernels (3-D, dilated pooling, MaxPool's Indices, integer inputs).
+
+std::vector<double> to_f64(const Tensor& t) {
+    std::vector<double> r(size_t(t.numel()));
+    for (size_t i = 0; i < r.size(); ++i) r[i] = t.getf(int64_t(i));
+    return r;
+}
+
+// Calls f(flat output position, per-dim output index) for every position of an N-d grid.
+template <class F>
+void for_grid(const std::vector<int64_t>& dims, F f) {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    std::vector<int64_t> idx(dims.size(), 0);
+    for (int64_t p = 0; p < n; ++p) {
+        f(p, idx);
+        for (int k = int(dims.size()) - 1; k >= 0; --k) { if (++idx[k] < dims[k]) break; idx[k] = 0; }
+    }
+}
+
+int64_t prod(const std::vector<int64_t>& v) {
+    int64_t n = 1;
+    for (int64_t d : v) n *= d;
+    return n;
+}
+
+}  // namespace
+
+std::vector<double> conv_host(OpCtx& c, const Shape& ws, const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>* bias) {
+    const Shape& xs = c.shape(0);
+    Geometry g = conv_geometry(c, std::vector<int64_t>(ws.begin() + 2, ws.end()), false);
+    int64_t N = xs[0], C = xs[1], M = ws[0], group = c.ai("group", 1), cg = C / group, mg = M / group;
+    int64_t isz = prod(g.in), osz = prod(g.out), ksz = prod(g.k);
+    std::vector<double> y(size_t(N * M * osz), 0.0);
+    // input offset (or -1 when in the padding) per (output position, kernel position)
+    std::vector<int64_t> off(size_t(osz * ksz));
+    for_grid(g.out, [&](int64_t op, const std::vector<int64_t>& o) {
+        for_grid(g.k, [&](int64_t kp, const std::vector<int64_t>& k) {
+            int64_t f = 0;
+            for (int i = 0; i < g.nsp; ++i) {
+                int64_t p = o[i] * g.s[i] - g.pb[i] + k[i] * g.d[i];
+                if (p < 0 || p >= g.in[i]) { f = -1; break; }
+                f = f * g.in[i] + p;
+            }
+            off[size_t(op * ksz + kp)] = f;
+        });
+    });
+    for (int64_t n = 0; n < N; ++n)
+        for (int64_t m = 0; m < M; ++m) {
+            int64_t gi = m / mg;
+            for (int64_t op = 0; op < osz; ++op) {
+                double acc = bias ? (*bias)[size_t(m)] : 0.0;
+                for (int64_t ci = 0; ci < cg; ++ci) {
+                    const double* xp = x.data() + (n * C + gi * cg + ci) * isz;
+                    const double* wp = w.data() + (m * cg + ci) * ksz;
+                    const int64_t* of = off.data() + op * ksz;
+                    for (int64_t kp = 0; kp < ksz; ++kp)
+                        if (of[kp] >= 0) acc += xp[of[kp]] * wp[kp];
+                }
+                y[size_t((n * M + m) * osz + op)] = acc;
+            }
+        }
+    return y;
+}
+
+namespace {
+
+void eval_conv(OpCtx& c) {
+    std::vector<double> b;
+    if (c.has(2)) b = to_f64(c.cval(2));
+    std::vector<double> y = conv_host(c, c.shape(1), to_f64(c.cval(0)), to_f64(c.cval(1)), c.has(2) ? &b : nullptr);
+    Tensor t = Tensor::zeros(c.dtype(0), c.out(0).shape);
+    for (size_t i = 0; i < y.size(); ++i) t.setf(int64_t(i), y[i]);
+    c.set_const(0, t);
+}
+
+void eval_conv_transpose(OpCtx& c) {
+    TGeom g = tconv_geometry(c);
+    const Shape& xs = c.shape(0);
+    const Shape& ws = c.shape(1);  // [C, M/group, k...]
+    int64_t N = xs[0], C = xs[1], group = c.ai("group", 1), cg = C / group, mg = ws[1], M = mg * group;
+    std::vector<double> x = to_f64(c.cval(0)), w = to_f64(c.cval(1));
+    int64_t isz = prod(g.in), osz = prod(g.out), ksz = prod(g.k);
+    std::vector<double> y(size_t(N * M * osz), 0.0);
+    if (c.has(2)) {
+        std::vector<double> b = to_f64(c.cval(2));
+        for (int64_t n = 0; n < N; ++n)
+            for (int64_t m = 0; m < M; ++m) std::fill_n(y.begin() + (n * M + m) * osz, osz, b[size_t(m)]);
+    }
+    for_grid(g.in, [&](int64_t ip, const std::vector<int64_t>& iv) {
+        for_grid(g.k, [&](int64_t kp, const std::vector<int64_t>& k) {
+            int64_t f = 0;
+            for (int i = 0; i < g.nsp; ++i) {
+                int64_t p = iv[i] * g.s[i] - g.pb[i] + k[i] * g.d[i];
+                if (p < 0 || p >= g.out[i]) return;
+                f = f * g.out[i] + p;
+            }
+            for (int64_t n = 0; n < N; ++n)
+                for (int64_t ci = 0; ci < C; ++ci) {
+                    double xv = x[size_t((n * C + ci) * isz + ip)];
+                    int64_t gi = ci / cg;
+                    for (int64_t m = 0; m < mg; ++m)
+                        y[size_t((n * M + gi * mg + m) * osz + f)] += xv * w[size_t((ci * mg + m) * ksz + kp)];
+                }
+        });
+    });
+    Tensor t = Tensor::zeros(c.dtype(0), c.out(0).shape);
+    for (size_t i = 0; i < y.size(); ++i) t.setf(int64_t(i), y[i]);
+    c.set_const(0, t);
+}
+
+// MaxPool (with its Indices output) and AveragePool, any number of spatial dims, dilations.
+void eval_pool(OpCtx& c, bool is_max) {
+    Geometry g = conv_geometry(c, c.ais("kernel_shape"), c.ai("ceil_mode", 0) != 0);
+    const Shape& xs = c.shape(0);
+    int64_t NC = xs[0] * xs[1], isz = prod(g.in), osz = prod(g.out);
+    bool include_pad = c.ai("count_include_pad", 0) != 0, col_major = c.ai("storage_order", 0) != 0;
+    std::vector<double> x = to_f64(c.cval(0));
+    Tensor y = Tensor::zeros(c.dtype(0), c.out(0).shape);
+    Tensor ind = Tensor::zeros(DType::I64, c.out(0).shape);
+    for (int64_t nc = 0; nc < NC; ++nc)
+        for_grid(g.out, [&](int64_t op, const std::vector<int64_t>& o) {
+            double acc = is_max ? -INFINITY : 0.0;
+            int64_t best = -1, count = 0, padded = 1;
+            for (int i = 0; i < g.nsp && include_pad; ++i) {  // the window clipped to the padded input
+                int64_t lo = o[i] * g.s[i] - g.pb[i], hi = std::min(lo + (g.k[i] - 1) * g.d[i] + 1, g.in[i] + g.pe[i]);
+                padded *= (hi - lo + g.d[i] - 1) / g.d[i];
+            }
+            for_grid(g.k, [&](int64_t, const std::vector<int64_t>& k) {
+                int64_t f = 0, fc = 0, mul = 1;
+                for (int i = 0; i < g.nsp; ++i) {
+                    int64_t p = o[i] * g.s[i] - g.pb[i] + k[i] * g.d[i];
+                    if (p < 0 || p >= g.in[i]) return;
+                    f = f * g.in[i] + p;
+                    fc += p * mul;  // column-major offset
+                    mul *= g.in[i];
+                }
+                double v = x[size_t(nc * isz + f)];
+                ++count;
+                if (is_max) {
+                    if (best < 0 || v > acc) { acc = v; best = col_major ? fc : f; }
+                } else {
+                    acc += v;
+                }
+            });
+            if (!is_max) acc = count ? acc / double(include_pad ? padded : count) : 0.0;
+            y.setf(nc * osz + op, acc);
+            ind.seti(nc * osz + op, nc * isz + std::max<int64_t>(best, 0));
+        });
+    c.set_const(0, y);
+    if (is_max && c.has_out(1)) c.set_const(1, ind);
+}
+
 void register_conv_pool(Registry& r) {
     {
         OpDef d;
         d.op_type = "Conv";
         d.infer = infer_conv;
+        d.eval = eval_conv;
+        d.fold_limit = 1 << 16;
         d.lower = lower_conv;
         r.add(d);
     }
@@ -370,6 +535,8 @@ void register_conv_pool(Registry& r) {
             o.insert(o.end(), g.out.begin(), g.out.end());
             c.set_out(0, c.dtype(0), o);
         };
+        d.eval = eval_conv_transpose;
+        d.fold_limit = 1 << 16;
         d.lower = lower_conv_transpose;
         r.add(d);
     }
@@ -377,6 +544,8 @@ void register_conv_pool(Registry& r) {
         OpDef d;
         d.op_type = mx ? "MaxPool" : "AveragePool";
         d.infer = infer_pool;
+        d.eval = [mx](OpCtx& c) { eval_pool(c, mx); };
+        d.fold_limit = 1 << 16;
         d.lower = [mx](Lc& c) { lower_pool(c, mx); };
         r.add(d);
     }

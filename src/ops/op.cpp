@@ -111,6 +111,10 @@ const Registry& Registry::get() {
         register_shape_ops(x);
         register_nn(x);
         register_reduce(x);
+        register_indexing(x);
+        register_linalg(x);
+        register_quant(x);
+        register_rnn(x);
         return x;
     }();
     return r;

@@ -86,5 +86,9 @@ void register_elementwise(Registry& r);
 void register_shape_ops(Registry& r);
 void register_nn(Registry& r);
 void register_reduce(Registry& r);
+void register_indexing(Registry& r);
+void register_linalg(Registry& r);
+void register_quant(Registry& r);
+void register_rnn(Registry& r);
 
 }  // namespace onnx2ggml

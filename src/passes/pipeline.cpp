@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "lower/host_kernel.h"
 #include "ops/op.h"
 
 namespace onnx2ggml {
@@ -122,12 +123,12 @@ void validate(Graph& g, std::vector<UnsupportedOp>* report) {
         if (!def) why = "operator not implemented";
         else
             for (int hi : def->host_inputs)
-                if (c.has(hi) && !c.is_const(hi)) {
+                if (c.has(hi) && !c.is_const(hi) && !def->eval) {  // with an evaluator: a host kernel
                     needs = c.in(hi).name;
                     why = "input " + std::to_string(hi) + " ('" + needs + "') must be a compile-time constant";
                     break;
                 }
-        if (why.empty() && def && !def->lower) why = "this operator is only computed at compile time, and its inputs are not constant";
+        if (why.empty() && def && !def->lower && !def->eval) why = "this operator has neither a ggml lowering nor a host evaluator";
         if (why.empty())
             for (int v : n.inputs)
                 if (v >= 0 && g.values[v].has_shape && shape_numel(g.values[v].shape) == 0 && !g.values[v].constant)
@@ -161,7 +162,7 @@ void lower_graph(Graph& g, Builder& b) {
     for (size_t k = 0; k < g.inputs.size(); ++k) {
         Value& v = g.values[g.inputs[k]];
         ggml_type t = ggml_type_for(v.dtype);
-        if (t == GGML_TYPE_COUNT) unsupported(g.path + ": input '" + v.name + "' has dtype " + dtype_name(v.dtype) + " (supported: float32, int64, int32)");
+        if (t == GGML_TYPE_COUNT) unsupported(g.path + ": input '" + v.name + "' has dtype " + dtype_name(v.dtype) + " (onnx2ggml holds numeric and bool tensors only)");
         auto ne = to_ne(v.shape);
         b.comment("input " + std::to_string(k) + ": " + v.name + " " + shape_str(v.shape));
         st.vmap[g.inputs[k]] = b.input(int(k), t, ne.data(), v.name);
@@ -174,7 +175,31 @@ void lower_graph(Graph& g, Builder& b) {
         const OpDef* def = reg.find(n.domain, n.op_type);
         LowerCtx c(g, int(ni), st);
         b.comment(n.describe() + " -> " + (c.has_out(0) ? shape_str(c.out(0).shape) : std::string("")));
-        def->lower(c);
+        // nodes the ggml lowering cannot take run as host kernels (lower/host_kernel.h)
+        std::string host_why = !def->lower ? "the operator has no ggml lowering" : "";
+        for (int hi : def->host_inputs)
+            if (host_why.empty() && c.has(hi) && !c.is_const(hi)) host_why = "input '" + c.in(hi).name + "' is only known at run time";
+        for (int i = 0; i < c.nin() + c.nout(); ++i) {
+            bool in = i < c.nin();
+            if (!host_why.empty() || !(in ? c.has(i) : c.has_out(i - c.nin()))) continue;
+            const Value& v = in ? c.in(i) : c.out(i - c.nin());
+            if (!device_computable(v.dtype)) host_why = std::string("'") + v.name + "' is " + dtype_name(v.dtype) + " (ggml computes float32, bool and int32/int64)";
+        }
+        if (!host_why.empty()) {
+            lower_on_host(c, host_why);
+        } else {
+            size_t nlines = b.lines.size();
+            try {
+                def->lower(c);
+            } catch (const Error& e) {
+                // what the ggml lowering cannot express, the operator's host evaluator may still compute exactly
+                if (e.code != kExitUnsupported || dynamic_cast<const NeedsConstant*>(&e) || !def->eval) throw;
+                b.lines.resize(nlines);
+                for (int o : n.outputs)
+                    if (o >= 0) st.vmap[o] = nullptr;
+                lower_on_host(c, e.detail.empty() ? e.what() : e.detail);
+            }
+        }
         for (int i = 0; i < c.nout(); ++i)
             if (c.has_out(i) && !st.vmap[n.outputs[i]] && !c.out(i).constant) internal_error(c.where() + ": output " + std::to_string(i) + " was not lowered");
     }
@@ -189,7 +214,7 @@ void lower_graph(Graph& g, Builder& b) {
         if (!t) {
             if (!v.constant) internal_error("graph output '" + v.name + "' was not computed");
             LowerCtx dummy(g, 0, st);
-            t = dummy.constant(*v.constant, dtype_is_float(v.dtype) ? GGML_TYPE_F32 : GGML_TYPE_I32);
+            t = dummy.constant(*v.constant, ggml_type_for(v.dtype));
         }
         // outputs are read back whole: give them their own contiguous memory
         if (t->op == GGML_OP_NONE || t->view_src || !ggml_is_contiguous(t)) t = G(b, ggml_cont, t);

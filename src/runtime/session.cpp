@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "ggml-alloc.h"
+#include "lower/host_kernel.h"
 #include "o2g_onednn.h"
 #include "util/error.h"
 #include "util/limits.h"
@@ -186,6 +188,10 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) {
                 bad_input(g_.path + ": input '" + v.name + "' has dtype " + dtype_name(t.dtype) + ", the model expects " + dtype_name(v.dtype));
             Tensor f = t.cast(DType::F32);  // bool inputs are 0/1 floats on the device
             ggml_backend_tensor_set(gt, f.data(), 0, ggml_nbytes(gt));
+        } else if (gt->type != GGML_TYPE_I32) {  // held bit for bit, for host kernels
+            if (t.dtype != v.dtype)
+                bad_input(g_.path + ": input '" + v.name + "' has dtype " + dtype_name(t.dtype) + ", the model expects " + dtype_name(v.dtype));
+            ggml_backend_tensor_set(gt, t.data(), 0, ggml_nbytes(gt));
         } else {
             if (dtype_is_float(t.dtype) || t.dtype == DType::Bool)
                 bad_input(g_.path + ": input '" + v.name + "' has dtype " + dtype_name(t.dtype) + ", the model expects " + dtype_name(v.dtype));
@@ -205,6 +211,14 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) {
         }
     }
     if (ggml_backend_sched_graph_compute(sched_, bg_->gf) != GGML_STATUS_SUCCESS) fail(kExitInternal, "graph compute failed");
+    for (auto& k : bg_->b->host_kernels) {  // a host kernel that failed (e.g. an index out of range in the data)
+        std::lock_guard<std::mutex> l(k->m);
+        if (!k->error.empty()) {
+            std::string msg = k->error;
+            k->error.clear();
+            fail(k->error_code, msg);
+        }
+    }
     std::vector<Tensor> outs;
     for (size_t k = 0; k < g_.outputs.size(); ++k) {
         const Value& v = g_.values[g_.outputs[k]];
@@ -218,9 +232,9 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) {
             ggml_backend_tensor_get(gt, t.data(), 0, ggml_nbytes(gt));
             outs.push_back(v.dtype == DType::F32 ? t : t.cast(v.dtype));
         } else {
-            Tensor t = Tensor::zeros(DType::I32, v.shape);
-            ggml_backend_tensor_get(gt, t.data(), 0, ggml_nbytes(gt));
-            outs.push_back(t.cast(v.dtype));
+            std::vector<uint8_t> bytes(ggml_nbytes(gt));
+            ggml_backend_tensor_get(gt, bytes.data(), 0, bytes.size());
+            outs.push_back(from_storage(bytes.data(), gt->type, v.dtype, v.shape));
         }
     }
     return outs;

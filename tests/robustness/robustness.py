@@ -231,6 +231,15 @@ case("compute buffer above --max-memory", ["run", save("cos.onnx", model([cos, a
 case("weights above --max-memory", ["run", os.path.join(os.path.dirname(__file__), "..", "..", "examples", "tinycnn", "model.onnx"),
                                     "--random-inputs", "0", "--output-dir", WORK, "--max-memory", "4K"], 2, r"above the memory limit")
 
+# host kernels (nodes ggml cannot compute exactly run their host evaluator at run time)
+ge_idx = numpy_helper.from_array(np.array([[7, 0, 0]], np.int64), "i")
+case("host kernel: index out of range found at run time",
+     run(single("ge_host.onnx", helper.make_node("GatherElements", ["x", "i"], ["y"], name="ge"), [vi("x", [2, 3], TensorProto.INT32)], [ge_idx])), 2,
+     r"ge_host\.onnx: node 'ge' \(GatherElements\).* at run time: index 7 out of range")
+case("compile refuses a host kernel", ["compile", single("add_i32.onnx", helper.make_node("Add", ["x", "x"], ["y"], name="addi"),
+                                                         [vi("x", [2], TensorProto.INT32)]), "-o", path("add_i32_out")], 3,
+     r"addi.*`compile` cannot emit yet")
+
 # regressions found by fuzzing (scripts/fuzz.sh)
 case("fuzz: binary op with one input", run(single("mul1.onnx", helper.make_node("Mul", ["x"], ["y"], name="mul1"), [vi("x", [2])])), 2,
      r"mul1.*needs at least 2 inputs")

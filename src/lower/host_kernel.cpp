@@ -1,0 +1,125 @@
+#include "lower/host_kernel.h"
+
+#include <cstring>
+
+#include "lower/lower.h"
+#include "ops/op.h"
+
+namespace onnx2ggml {
+
+Tensor to_storage(const Tensor& t, ggml_type type) {
+    if (type == GGML_TYPE_F32) return t.cast(DType::F32);
+    if (type == GGML_TYPE_I32 && t.dtype != DType::I32 && t.dtype != DType::U32) {
+        Tensor r = Tensor::zeros(DType::I32, t.shape);
+        for (int64_t i = 0; i < t.numel(); ++i) {
+            int64_t x = t.geti(i);
+            if (x < INT32_MIN || x > INT32_MAX)
+                throw Error(kExitUnsupported, "the int64 value " + std::to_string(x) + " is outside the int32 range ggml holds int64 tensors in");
+            r.seti(i, x);
+        }
+        return r;
+    }
+    if (dtype_size(t.dtype) != ggml_type_size(type))
+        internal_error(std::string("a ") + dtype_name(t.dtype) + " tensor held as ggml " + ggml_type_name(type));
+    return t;
+}
+
+Tensor from_storage(const void* data, ggml_type type, DType dtype, const Shape& s) {
+    DType held = type == GGML_TYPE_F32 ? DType::F32 : (type == GGML_TYPE_I32 && dtype != DType::U32 ? DType::I32 : dtype);
+    Tensor t = Tensor::zeros(held, s);
+    if (dtype_size(held) != ggml_type_size(type)) internal_error(std::string("a ") + dtype_name(dtype) + " tensor held as ggml " + ggml_type_name(type));
+    std::memcpy(t.data(), data, t.nbytes());
+    return t.cast(dtype);
+}
+
+namespace {
+
+void run_host_kernel(ggml_tensor* dst, int ith, int /*nth*/, void* userdata) {
+    if (ith != 0) return;  // one thread computes the node
+    auto* k = static_cast<HostKernel*>(userdata);
+    Graph g = k->node_graph;  // a fresh copy: the evaluator sets the outputs' values
+    try {
+        Node& n = g.nodes[0];
+        for (size_t j = 0; j < k->arg_input.size(); ++j) {
+            Value& v = g.values[n.inputs[k->arg_input[j]]];
+            v.constant = from_storage(dst->src[j]->data, dst->src[j]->type, v.dtype, v.shape);
+        }
+        OpCtx c(g, 0);
+        k->def->eval(c);
+        Value& o = g.values[n.outputs[k->out]];
+        if (!o.constant) internal_error("the host evaluator of " + n.op_type + " gave no value for output '" + o.name + "'");
+        Tensor st = to_storage(*o.constant, dst->type);
+        if (st.nbytes() != ggml_nbytes(dst)) internal_error("host kernel output of " + std::to_string(st.nbytes()) + " bytes for a tensor of " + std::to_string(ggml_nbytes(dst)));
+        std::memcpy(dst->data, st.data(), st.nbytes());
+    } catch (const std::exception& e) {
+        std::memset(dst->data, 0, ggml_nbytes(dst));
+        std::lock_guard<std::mutex> l(k->m);
+        if (k->error.empty()) {
+            auto* err = dynamic_cast<const Error*>(&e);
+            k->error_code = err ? err->code : kExitInternal;
+            k->error = k->node_desc + " at run time: " + (err && !err->detail.empty() ? err->detail : std::string(e.what()));
+        }
+    }
+}
+
+}  // namespace
+
+void lower_on_host(LowerCtx& c, const std::string& why) {
+    const Node& node = c.node();
+    const OpDef* def = Registry::get().find(node.domain, node.op_type);
+    if (!def || !def->eval) c.fail_unsupported(why);
+    for (int i = 0; i < c.nin(); ++i)
+        if (c.has(i) && !c.is_const(i) && shape_numel(c.shape(i)) == 0)
+            c.fail_unsupported(why + " (and its zero-size input '" + c.in(i).name + "' cannot be a ggml tensor)");
+    for (int i = 0; i < c.nout(); ++i)
+        if (c.has_out(i) && shape_numel(c.out(i).shape) == 0)
+            c.fail_unsupported(why + " (and its zero-size output '" + c.out(i).name + "' cannot be a ggml tensor)");
+    if (c.b.recording())
+        c.fail_unsupported(why + "; `run` and `check` compute this node with onnx2ggml's host kernel, which `compile` cannot emit yet");
+
+    // the node alone, with its constant inputs; the others come from ggml at run time
+    Graph ng;
+    ng.path = c.graph().path;
+    ng.opsets = c.graph().opsets;
+    Node n = node;
+    std::vector<ggml_tensor*> args;
+    std::vector<int> arg_input;
+    for (int i = 0; i < c.nin(); ++i) {
+        if (!c.has(i)) continue;
+        Value v = c.in(i);
+        v.producer = -1;
+        if (!v.constant) {
+            if (args.size() + 1 >= GGML_MAX_SRC) c.fail_unsupported(why + " (and it has too many runtime inputs for a host kernel)");
+            args.push_back(c.xc(i));
+            arg_input.push_back(i);
+        }
+        n.inputs[i] = int(ng.values.size());
+        ng.values.push_back(v);
+    }
+    for (int i = 0; i < c.nout(); ++i) {
+        if (!c.has_out(i)) continue;
+        Value v = c.out(i);
+        v.constant.reset();
+        v.producer = 0;
+        n.outputs[i] = int(ng.values.size());
+        ng.values.push_back(v);
+    }
+    for (size_t i = 0; i < ng.values.size(); ++i) ng.by_name[ng.values[i].name] = int(i);
+    ng.nodes.push_back(n);
+
+    for (int i = 0; i < c.nout(); ++i) {
+        if (!c.has_out(i) || c.out(i).constant) continue;
+        auto k = std::make_shared<HostKernel>();
+        k->def = def;
+        k->node_graph = ng;
+        k->arg_input = arg_input;
+        k->out = i;
+        k->node_desc = c.where();
+        auto ne = to_ne(c.out(i).shape);
+        ggml_tensor* t = c.b.custom(ggml_type_for(c.out(i).dtype), ne.data(), args, run_host_kernel, k.get());
+        c.b.host_kernels.push_back(k);
+        c.set(i, t);
+    }
+}
+
+}  // namespace onnx2ggml

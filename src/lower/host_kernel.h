@@ -1,0 +1,44 @@
+// Host kernels: a node that ggml cannot compute exactly (integer arithmetic, float64,
+// float16/int8 tensors, ops without a ggml kernel such as TopK or ScatterND) runs its
+// operator's host evaluator -- the code that constant folding uses -- as a ggml custom op
+// on the CPU, at run time. The value is exact in the node's own dtype: nothing is computed
+// in a lower precision than the model asks for.
+//
+// Host kernels exist in the in-process runtime (`run`, `check`, the API) only: the code
+// generator refuses them with a clear message, since the generated program does not carry
+// onnx2ggml's evaluators.
+#pragma once
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ggml.h"
+#include "ir/graph.h"
+
+namespace onnx2ggml {
+
+class LowerCtx;
+struct OpDef;
+
+struct HostKernel {
+    const OpDef* def = nullptr;
+    Graph node_graph;             // the node alone: node 0, its inputs (constants kept) and outputs
+    std::vector<int> arg_input;   // ggml src j holds node input arg_input[j]
+    int out = 0;                  // the node output this kernel writes
+    std::string node_desc;        // "model.onnx: node 'x' (Op)" for run-time errors
+    std::mutex m;
+    int error_code = 0;           // first run-time error (an Error's exit code)
+    std::string error;
+};
+
+// Lowers the node of `c` to host kernels, one per output. `why` says why the ggml lowering
+// does not apply; it is the message when the node cannot run on the host either.
+void lower_on_host(LowerCtx& c, const std::string& why);
+
+// The bytes of host tensor t as held in a ggml tensor of `type` (see ggml_type_for):
+// float32 for floats/bools held as F32, int32 for int64 (range-checked), else bit for bit.
+Tensor to_storage(const Tensor& t, ggml_type type);
+// The host tensor of dtype `dtype` held in `data`, a contiguous ggml tensor of `type`.
+Tensor from_storage(const void* data, ggml_type type, DType dtype, const Shape& s);
+
+}  // namespace onnx2ggml

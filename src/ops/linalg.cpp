@@ -1,0 +1,189 @@
+// Linear-algebra operators without a single ggml kernel: Einsum (any equation: ellipsis,
+// broadcasting, diagonals, implicit output) and Det. Computed by their host evaluators
+// (folding, or host kernels at run time, lower/host_kernel.h).
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "ops/common.h"
+
+namespace onnx2ggml {
+namespace {
+
+struct Einsum {
+    std::vector<std::string> in;  // one label per dim of each input ('0'.. for ellipsis dims)
+    std::string out;
+    std::map<char, int64_t> dim;
+};
+
+Einsum parse_einsum(OpCtx& c) {
+    std::string eq;
+    for (char ch : c.as("equation", "")) if (ch != ' ') eq += ch;
+    Einsum e;
+    size_t arrow = eq.find("->");
+    std::string lhs = eq.substr(0, arrow);
+    std::vector<std::string> terms;
+    for (size_t p = 0;;) {
+        size_t q = lhs.find(',', p);
+        terms.push_back(lhs.substr(p, q == std::string::npos ? std::string::npos : q - p));
+        if (q == std::string::npos) break;
+        p = q + 1;
+    }
+    if (int(terms.size()) != c.nin()) c.fail("equation '" + eq + "' has " + std::to_string(terms.size()) + " operands for " + std::to_string(c.nin()) + " inputs");
+    auto letters = [&](const std::string& t) {
+        int64_t n = 0;
+        for (size_t i = 0; i < t.size(); ++i) {
+            if (t.compare(i, 3, "...") == 0) { i += 2; continue; }
+            if (!std::isalpha(static_cast<unsigned char>(t[i]))) c.fail("equation '" + eq + "': bad label '" + std::string(1, t[i]) + "'");
+            ++n;
+        }
+        return n;
+    };
+    int64_t E = 0;
+    std::vector<int64_t> ell(terms.size());
+    for (size_t i = 0; i < terms.size(); ++i) {
+        int64_t rank = c.rank(int(i)), n = letters(terms[i]);
+        bool has = terms[i].find("...") != std::string::npos;
+        ell[i] = rank - n;
+        if (ell[i] < 0 || (!has && ell[i] != 0)) c.fail("equation term '" + terms[i] + "' does not match input rank " + std::to_string(rank));
+        E = std::max(E, ell[i]);
+    }
+    if (E > 10) c.fail_unsupported("Einsum with more than 10 ellipsis dims");
+    auto expand = [&](const std::string& t, int64_t ne) {
+        std::string r;
+        for (size_t i = 0; i < t.size(); ++i) {
+            if (t.compare(i, 3, "...") == 0) {
+                for (int64_t j = E - ne; j < E; ++j) r += char('0' + j);
+                i += 2;
+            } else {
+                r += t[i];
+            }
+        }
+        return r;
+    };
+    std::map<char, int> count;
+    for (size_t i = 0; i < terms.size(); ++i) {
+        e.in.push_back(expand(terms[i], ell[i]));
+        const Shape& s = c.shape(int(i));
+        for (size_t p = 0; p < s.size(); ++p) {
+            char l = e.in[i][p];
+            count[l]++;
+            auto it = e.dim.find(l);
+            if (it == e.dim.end() || it->second == 1) e.dim[l] = s[p];
+            else if (s[p] != 1 && s[p] != it->second) c.fail("label '" + std::string(1, l) + "' has sizes " + std::to_string(it->second) + " and " + std::to_string(s[p]));
+        }
+    }
+    if (arrow != std::string::npos) {
+        e.out = expand(eq.substr(arrow + 2), E);
+        for (char l : e.out)
+            if (!e.dim.count(l)) c.fail("output label '" + std::string(1, l) + "' is not in any input");
+    } else {
+        for (int64_t j = 0; j < E; ++j) e.out += char('0' + j);
+        for (auto& kv : count)  // std::map: sorted, and digits (ellipsis) sort before letters
+            if (kv.second == 1 && std::isalpha(static_cast<unsigned char>(kv.first))) e.out += kv.first;
+    }
+    return e;
+}
+
+void register_einsum(Registry& r) {
+    OpDef d;
+    d.op_type = "Einsum";
+    d.min_inputs = 1;
+    d.infer = [](OpCtx& c) {
+        Einsum e = parse_einsum(c);
+        Shape o;
+        for (char l : e.out) o.push_back(e.dim[l]);
+        c.set_out(0, c.dtype(0), o);
+    };
+    d.eval = [](OpCtx& c) {
+        Einsum e = parse_einsum(c);
+        std::vector<char> labels;
+        std::vector<int64_t> dims;
+        for (auto& kv : e.dim) labels.push_back(kv.first), dims.push_back(kv.second);
+        size_t L = labels.size(), n = e.in.size();
+        // stride of every label in every operand (0 where absent or broadcast); the output last
+        std::vector<std::vector<int64_t>> stride(n + 1, std::vector<int64_t>(L, 0));
+        auto fill = [&](size_t k, const std::string& lab, const Shape& s) {
+            auto st = strides_of(s);
+            for (size_t p = 0; p < lab.size(); ++p)
+                if (s[p] != 1) stride[k][size_t(std::find(labels.begin(), labels.end(), lab[p]) - labels.begin())] += st[p];
+        };
+        std::vector<Tensor> ins;
+        for (size_t k = 0; k < n; ++k) {
+            fill(k, e.in[k], c.shape(int(k)));
+            ins.push_back(c.cval(int(k)).cast(DType::F64));
+        }
+        Shape os;
+        for (char l : e.out) os.push_back(e.dim[l]);
+        fill(n, e.out, os);
+        std::vector<double> acc(size_t(shape_numel(os)), 0.0);
+        int64_t total = 1;
+        for (int64_t dd : dims) total *= dd;
+        std::vector<int64_t> idx(L, 0), off(n + 1, 0);
+        for (int64_t p = 0; p < total; ++p) {
+            double v = 1;
+            for (size_t k = 0; k < n; ++k) v *= ins[k].ptr<double>()[off[k]];
+            acc[size_t(off[n])] += v;
+            for (int k = int(L) - 1; k >= 0; --k) {  // next grid point, offsets updated incrementally
+                for (size_t t = 0; t <= n; ++t) off[t] += stride[t][size_t(k)];
+                if (++idx[size_t(k)] < dims[size_t(k)]) break;
+                for (size_t t = 0; t <= n; ++t) off[t] -= stride[t][size_t(k)] * dims[size_t(k)];
+                idx[size_t(k)] = 0;
+            }
+        }
+        Tensor t = Tensor::zeros(c.dtype(0), os);
+        for (size_t i = 0; i < acc.size(); ++i) t.setf(int64_t(i), acc[i]);
+        c.set_const(0, t);
+    };
+    d.fold_limit = 1 << 16;
+    r.add(d);
+}
+
+void register_det(Registry& r) {
+    OpDef d;
+    d.op_type = "Det";
+    d.infer = [](OpCtx& c) {
+        const Shape& s = c.shape(0);
+        if (s.size() < 2 || s[s.size() - 1] != s[s.size() - 2]) c.fail("input must be [..., M, M], got " + shape_str(s));
+        c.set_out(0, c.dtype(0), Shape(s.begin(), s.end() - 2));
+    };
+    d.eval = [](OpCtx& c) {  // LU decomposition with partial pivoting, in double
+        const Shape& s = c.shape(0);
+        int64_t m = s.back(), nb = shape_numel(s) / std::max<int64_t>(1, m * m);
+        const Tensor& x = c.cval(0);
+        Tensor t = Tensor::zeros(c.dtype(0), Shape(s.begin(), s.end() - 2));
+        std::vector<double> a(size_t(m * m));
+        for (int64_t b = 0; b < nb; ++b) {
+            for (int64_t i = 0; i < m * m; ++i) a[size_t(i)] = x.getf(b * m * m + i);
+            double det = 1;
+            for (int64_t col = 0; col < m && det != 0; ++col) {
+                int64_t piv = col;
+                for (int64_t i = col + 1; i < m; ++i)
+                    if (std::fabs(a[size_t(i * m + col)]) > std::fabs(a[size_t(piv * m + col)])) piv = i;
+                if (a[size_t(piv * m + col)] == 0) { det = 0; break; }
+                if (piv != col) {
+                    for (int64_t j = 0; j < m; ++j) std::swap(a[size_t(piv * m + j)], a[size_t(col * m + j)]);
+                    det = -det;
+                }
+                double p = a[size_t(col * m + col)];
+                det *= p;
+                for (int64_t i = col + 1; i < m; ++i) {
+                    double f = a[size_t(i * m + col)] / p;
+                    for (int64_t j = col; j < m; ++j) a[size_t(i * m + j)] -= f * a[size_t(col * m + j)];
+                }
+            }
+            t.setf(b, det);
+        }
+        c.set_const(0, t);
+    };
+    r.add(d);
+}
+
+}  // namespace
+
+void register_linalg(Registry& r) {
+    register_einsum(r);
+    register_det(r);
+}
+
+}  // namespace onnx2ggml

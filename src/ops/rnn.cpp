@@ -1,0 +1,212 @@
+// Recurrent operators: RNN, GRU and LSTM (both layouts, all directions, sequence_lens,
+// initial states, peepholes, clip, the spec's activation functions). Computed by their host
+// evaluators over the static sequence length, in double: folded when constant, else host
+// kernels (lower/host_kernel.h).
+#include <algorithm>
+#include <cmath>
+
+#include "ops/common.h"
+
+namespace onnx2ggml {
+namespace {
+
+struct Act {
+    std::string name;
+    double alpha = 0, beta = 0;
+    double operator()(double x) const {
+        if (name == "Sigmoid") return 1 / (1 + std::exp(-x));
+        if (name == "Tanh") return std::tanh(x);
+        if (name == "Relu") return std::max(0.0, x);
+        if (name == "Affine") return alpha * x + beta;
+        if (name == "LeakyRelu") return x >= 0 ? x : alpha * x;
+        if (name == "ThresholdedRelu") return x > alpha ? x : 0;
+        if (name == "ScaledTanh") return alpha * std::tanh(beta * x);
+        if (name == "HardSigmoid") return std::max(0.0, std::min(1.0, alpha * x + beta));
+        if (name == "Elu") return x >= 0 ? x : alpha * std::expm1(x);
+        if (name == "Softsign") return x / (1 + std::fabs(x));
+        return std::log1p(std::exp(x));  // Softplus
+    }
+};
+
+struct Rnn {
+    enum Kind { Simple, Gru, Lstm } kind;
+    int gates;                      // 1, 3, 4
+    int64_t seq, batch, in, hidden, dirs;
+    bool layout1;
+};
+
+Rnn rnn_dims(OpCtx& c, Rnn::Kind kind) {
+    Rnn r;
+    r.kind = kind;
+    r.gates = kind == Rnn::Simple ? 1 : kind == Rnn::Gru ? 3 : 4;
+    r.layout1 = c.ai("layout", 0) != 0;
+    const Shape& x = c.shape(0);
+    if (x.size() != 3) c.fail("X must have rank 3, got " + shape_str(x));
+    r.seq = r.layout1 ? x[1] : x[0];
+    r.batch = r.layout1 ? x[0] : x[1];
+    r.in = x[2];
+    std::string dir = c.as("direction", "forward");
+    if (dir != "forward" && dir != "reverse" && dir != "bidirectional") c.fail("unknown direction '" + dir + "'");
+    r.dirs = dir == "bidirectional" ? 2 : 1;
+    const Shape& w = c.shape(1);
+    r.hidden = c.ai("hidden_size", w.size() == 3 ? w[1] / r.gates : 0);
+    if (w != Shape{r.dirs, r.gates * r.hidden, r.in}) c.fail("W has shape " + shape_str(w) + ", expected " + shape_str({r.dirs, r.gates * r.hidden, r.in}));
+    if (c.shape(2) != Shape{r.dirs, r.gates * r.hidden, r.hidden}) c.fail("R has shape " + shape_str(c.shape(2)));
+    if (c.has(3) && c.shape(3) != Shape{r.dirs, 2 * r.gates * r.hidden}) c.fail("B has shape " + shape_str(c.shape(3)));
+    if (c.ai("input_forget", 0) != 0) c.fail_unsupported("LSTM input_forget=1");
+    return r;
+}
+
+void infer_rnn(OpCtx& c, Rnn::Kind kind) {
+    Rnn r = rnn_dims(c, kind);
+    DType t = c.dtype(0);
+    c.set_out(0, t, r.layout1 ? Shape{r.batch, r.seq, r.dirs, r.hidden} : Shape{r.seq, r.dirs, r.batch, r.hidden});
+    Shape hs = r.layout1 ? Shape{r.batch, r.dirs, r.hidden} : Shape{r.dirs, r.batch, r.hidden};
+    c.set_out(1, t, hs);
+    if (kind == Rnn::Lstm) c.set_out(2, t, hs);
+}
+
+std::vector<double> vals(OpCtx& c, int i, size_t n) {
+    std::vector<double> v(n, 0.0);
+    if (c.has(i)) {
+        const Tensor& t = c.cval(i);
+        for (size_t k = 0; k < n; ++k) v[k] = t.getf(int64_t(k));
+    }
+    return v;
+}
+
+void eval_rnn(OpCtx& c, Rnn::Kind kind) {
+    Rnn r = rnn_dims(c, kind);
+    int64_t H = r.hidden, G = r.gates, B = r.batch, I = r.in, S = r.seq;
+    std::vector<double> X = vals(c, 0, size_t(S * B * I)), W = vals(c, 1, size_t(r.dirs * G * H * I)),
+                        R = vals(c, 2, size_t(r.dirs * G * H * H)), Bias = vals(c, 3, size_t(r.dirs * 2 * G * H));
+    int ic = kind == Rnn::Lstm ? 6 : 5, ip = 7;  // initial_c and P (LSTM)
+    std::vector<double> H0 = vals(c, 5, size_t(r.dirs * B * H)), C0, P;
+    if (kind == Rnn::Lstm) C0 = vals(c, ic, size_t(r.dirs * B * H)), P = vals(c, ip, size_t(r.dirs * 3 * H));
+    std::vector<int64_t> lens(size_t(B), S);
+    if (c.has(4)) {
+        auto l = c.cints(4);
+        for (int64_t b = 0; b < B; ++b) {
+            if (l[size_t(b)] < 0 || l[size_t(b)] > S) c.fail("sequence_lens value " + std::to_string(l[size_t(b)]) + " is out of range");
+            lens[size_t(b)] = l[size_t(b)];
+        }
+    }
+    // activations per direction: RNN f; GRU f, g; LSTM f, g, h
+    int nact = kind == Rnn::Simple ? 1 : kind == Rnn::Gru ? 2 : 3;
+    std::vector<std::string> names = c.has_attr("activations") ? c.node().attrs.at("activations").strings : std::vector<std::string>{};
+    std::vector<float> alpha = c.afs("activation_alpha"), beta = c.afs("activation_beta");
+    std::vector<Act> acts;
+    size_t ai = 0, bi = 0;
+    for (int64_t k = 0; k < r.dirs * nact; ++k) {
+        Act a;
+        if (size_t(k) < names.size()) a.name = names[size_t(k)];
+        else a.name = kind == Rnn::Simple ? "Tanh" : (k % nact == 0 ? "Sigmoid" : "Tanh");
+        static const std::vector<std::string> known = {"Sigmoid", "Tanh", "Relu", "Affine", "LeakyRelu", "ThresholdedRelu",
+                                                       "ScaledTanh", "HardSigmoid", "Elu", "Softsign", "Softplus"};
+        if (std::find(known.begin(), known.end(), a.name) == known.end()) c.fail_unsupported("activation '" + a.name + "'");
+        bool uses_a = a.name == "Affine" || a.name == "LeakyRelu" || a.name == "ThresholdedRelu" || a.name == "ScaledTanh" || a.name == "HardSigmoid" || a.name == "Elu";
+        bool uses_b = a.name == "Affine" || a.name == "ScaledTanh" || a.name == "HardSigmoid";
+        a.alpha = a.name == "LeakyRelu" ? 0.01 : a.name == "HardSigmoid" ? 0.2 : 1.0;
+        a.beta = a.name == "HardSigmoid" ? 0.5 : 0.0;
+        if (uses_a && ai < alpha.size()) a.alpha = alpha[ai++];
+        if (uses_b && bi < beta.size()) a.beta = beta[bi++];
+        acts.push_back(a);
+    }
+    bool has_clip = c.has_attr("clip");
+    double clip = c.af("clip", 0);
+    auto clamp = [&](double v) { return has_clip ? std::min(clip, std::max(-clip, v)) : v; };
+    bool lbr = c.ai("linear_before_reset", 0) != 0;
+    std::string dir = c.as("direction", "forward");
+
+    std::vector<double> Y(size_t(S * r.dirs * B * H), 0.0), Yh(size_t(r.dirs * B * H)), Yc(size_t(r.dirs * B * H));
+    auto xat = [&](int64_t t, int64_t b, int64_t i) { return X[size_t(r.layout1 ? (b * S + t) * I + i : (t * B + b) * I + i)]; };
+    std::vector<double> gx(size_t(G * H)), gh(size_t(G * H));
+    for (int64_t d = 0; d < r.dirs; ++d) {
+        bool reverse = dir == "reverse" || d == 1;
+        const double* w = W.data() + d * G * H * I;
+        const double* rr = R.data() + d * G * H * H;
+        const double* wb = Bias.data() + d * 2 * G * H;
+        const double* rb = wb + G * H;
+        const Act* a = acts.data() + d * nact;
+        for (int64_t b = 0; b < B; ++b) {
+            std::vector<double> h(H0.begin() + (d * B + b) * H, H0.begin() + (d * B + b + 1) * H), cs;
+            if (kind == Rnn::Lstm) cs.assign(C0.begin() + (d * B + b) * H, C0.begin() + (d * B + b + 1) * H);
+            int64_t len = lens[size_t(b)];
+            for (int64_t step = 0; step < len; ++step) {
+                int64_t t = reverse ? len - 1 - step : step;
+                for (int64_t j = 0; j < G * H; ++j) {  // x W^T + Wb and h R^T + Rb per gate row
+                    double sx = wb[j], sh = rb[j];
+                    for (int64_t i = 0; i < I; ++i) sx += xat(t, b, i) * w[j * I + i];
+                    for (int64_t i = 0; i < H; ++i) sh += h[size_t(i)] * rr[j * H + i];
+                    gx[size_t(j)] = sx, gh[size_t(j)] = sh;
+                }
+                std::vector<double> hn(static_cast<size_t>(H), 0.0);
+                for (int64_t k = 0; k < H; ++k) {
+                    size_t k0 = size_t(k), k1 = size_t(H + k), k2 = size_t(2 * H + k), k3 = size_t(3 * H + k);
+                    if (kind == Rnn::Simple) {
+                        hn[k0] = a[0](clamp(gx[k0] + gh[k0]));
+                    } else if (kind == Rnn::Gru) {  // gates z, r, h
+                        double z = a[0](clamp(gx[k0] + gh[k0])), rg = a[0](clamp(gx[k1] + gh[k1]));
+                        double pre;
+                        if (lbr) {
+                            pre = gx[k2] + rg * gh[k2];
+                        } else {
+                            double s = rb[2 * H + k];
+                            for (int64_t i = 0; i < H; ++i) {
+                                // (r . h) R_h^T, recomputed per element: the reset gate of every hidden unit
+                                double ri = a[0](clamp(gx[size_t(H + i)] + gh[size_t(H + i)]));
+                                s += ri * h[size_t(i)] * rr[(2 * H + k) * H + i];
+                            }
+                            pre = gx[k2] + s;
+                        }
+                        double hh = a[1](clamp(pre));
+                        hn[k0] = (1 - z) * hh + z * h[k0];
+                    } else {  // LSTM gates i, o, f, c; peepholes P = [Pi, Po, Pf]
+                        const double* p = P.data() + d * 3 * H;
+                        double ig = a[0](clamp(gx[k0] + gh[k0] + p[k] * cs[k0]));
+                        double fg = a[0](clamp(gx[k2] + gh[k2] + p[2 * H + k] * cs[k0]));
+                        double cg = a[1](clamp(gx[k3] + gh[k3]));
+                        double cn = fg * cs[k0] + ig * cg;
+                        double og = a[0](clamp(gx[k1] + gh[k1] + p[H + k] * cn));
+                        cs[k0] = cn;
+                        hn[k0] = og * a[2](cn);
+                    }
+                }
+                h = hn;
+                for (int64_t k = 0; k < H; ++k)
+                    Y[size_t(r.layout1 ? ((b * S + t) * r.dirs + d) * H + k : ((t * r.dirs + d) * B + b) * H + k)] = h[size_t(k)];
+            }
+            for (int64_t k = 0; k < H; ++k) {
+                size_t o = size_t(r.layout1 ? (b * r.dirs + d) * H + k : (d * B + b) * H + k);
+                Yh[o] = h[size_t(k)];
+                if (kind == Rnn::Lstm) Yc[o] = cs[size_t(k)];
+            }
+        }
+    }
+    auto put = [&](int i, const std::vector<double>& v) {
+        if (!c.has_out(i)) return;
+        Tensor t = Tensor::zeros(c.dtype(0), c.out(i).shape);
+        for (size_t k = 0; k < v.size(); ++k) t.setf(int64_t(k), v[k]);
+        c.set_const(i, t);
+    };
+    put(0, Y);
+    put(1, Yh);
+    if (kind == Rnn::Lstm) put(2, Yc);
+}
+
+}  // namespace
+
+void register_rnn(Registry& r) {
+    for (auto [op, kind] : {std::pair<const char*, Rnn::Kind>{"RNN", Rnn::Simple}, {"GRU", Rnn::Gru}, {"LSTM", Rnn::Lstm}}) {
+        OpDef d;
+        d.op_type = op;
+        d.min_inputs = 3;
+        Rnn::Kind k = kind;
+        d.infer = [k](OpCtx& c) { infer_rnn(c, k); };
+        d.eval = [k](OpCtx& c) { eval_rnn(c, k); };
+        d.fold_limit = 1 << 16;
+        r.add(d);
+    }
+}
+
+}  // namespace onnx2ggml
