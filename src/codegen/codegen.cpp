@@ -85,6 +85,8 @@ EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& 
         if (g.values[id].shape.size() > 8) unsupported(g.path + ": input rank above 8");
     for (int id : g.outputs)
         if (g.values[id].shape.size() > 8) unsupported(g.path + ": output rank above 8");
+    for (int id : g.inputs)
+        if (shape_numel(g.values[id].shape) == 0) unsupported(g.path + ": graph input '" + g.values[id].name + "' has no elements: generated programs take non-empty inputs");
     for (const std::vector<int>* ids : {&g.inputs, &g.outputs})
         for (int id : *ids)
             if (!device_computable(g.values[id].dtype))

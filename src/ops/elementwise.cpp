@@ -169,8 +169,12 @@ void register_unary(Registry& r) {
             d.infer = [](OpCtx& c) {
                 infer_same(c);
                 if (c.has_out(1)) c.set_out(1, DType::Bool, c.shape(0));
-                if (c.node().op_type == "Dropout" && c.has(2) && (!c.is_const(2) || c.cval(2).geti(0) != 0))
-                    c.fail_unsupported("Dropout in training mode is not supported");
+                // training mode drops at random, except with ratio 0 (ratio and training_mode are
+                // needed at compile time: a runtime one asks for a constant)
+                if (c.node().op_type == "Dropout" && c.has(2) && c.cval(2).geti(0) != 0) {
+                    double ratio = c.opset() >= 12 ? (c.has(1) ? c.cval(1).getf(0) : 0.5) : c.af("ratio", 0.5f);
+                    if (ratio != 0) c.fail_unsupported("Dropout in training mode (random) is not supported");
+                }
             };
             d.eval = [](OpCtx& c) {
                 c.set_const(0, c.cval(0));
@@ -347,6 +351,25 @@ void register_binary(Registry& r) {
         d.lower = [](Lc& c) {
             if (c.ai("fmod", 0) == 0) c.fail_unsupported("integer Mod (fmod=0) on the device");
             c.set(0, custom_binary(c, o2g::fmod));
+        };
+        r.add(std::move(d));
+    }
+    {
+        OpDef d;  // unsigned integers only (the spec); ggml has no integer kernels: host evaluation
+        d.op_type = "BitShift";
+        d.min_inputs = 2;
+        d.infer = [](OpCtx& c) {
+            if (dtype_is_float(c.dtype(0)) || c.dtype(0) == DType::Bool) c.fail("BitShift takes unsigned integers, got " + std::string(dtype_name(c.dtype(0))));
+            c.set_out(0, c.dtype(0), broadcast_all(c));
+        };
+        d.eval = [](OpCtx& c) {
+            std::string dir = c.as("direction", "");
+            if (dir != "LEFT" && dir != "RIGHT") c.fail("direction must be LEFT or RIGHT, got '" + dir + "'");
+            bool left = dir == "LEFT";
+            c.set_const(0, eval_elementwise(c, c.dtype(0), [](const double*) { return 0.0; }, [left](const int64_t* v) {
+                uint64_t x = uint64_t(v[0]), n = uint64_t(v[1]);
+                return int64_t(n >= 64 ? 0 : left ? x << n : x >> n);
+            }));
         };
         r.add(std::move(d));
     }

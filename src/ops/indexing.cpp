@@ -142,11 +142,140 @@ void register_scatter(Registry& r) {
     r.add(d);
 }
 
+// ---- ops whose output shape depends on the input's values ---------------------------------
+// onnx2ggml compiles static graphs: NonZero and Unique need their input at compile time (a
+// runtime one asks for a constant, as Reshape's shape does; `check` and `--freeze` provide it).
+
+void register_value_shaped(Registry& r) {
+    {
+        OpDef d;
+        d.op_type = "NonZero";
+        d.host_inputs = {0};
+        d.infer = [](OpCtx& c) {
+            const Tensor& x = c.cval(0);
+            int64_t nz = 0;
+            for (int64_t i = 0; i < x.numel(); ++i) nz += x.getf(i) != 0;
+            c.set_out(0, DType::I64, {int64_t(x.shape.size()), nz});
+        };
+        d.eval = [](OpCtx& c) {
+            const Tensor& x = c.cval(0);
+            const Shape& s = x.shape;
+            std::vector<int64_t> hits;
+            for (int64_t i = 0; i < x.numel(); ++i)
+                if (x.getf(i) != 0) hits.push_back(i);
+            int64_t nz = int64_t(hits.size()), rank = int64_t(s.size());
+            Tensor y = Tensor::zeros(DType::I64, {rank, nz});
+            for (int64_t j = 0; j < nz; ++j) {
+                int64_t rem = hits[size_t(j)];
+                for (int64_t k = rank - 1; k >= 0; --k) {
+                    y.seti(k * nz + j, rem % s[size_t(k)]);
+                    rem /= s[size_t(k)];
+                }
+            }
+            c.set_const(0, y);
+        };
+        r.add(d);
+    }
+    OpDef d;
+    d.op_type = "Unique";
+    d.host_inputs = {0};
+    // slices along `axis` (the flattened elements without it), compared lexicographically
+    struct Slices { int64_t n = 0, outer = 1, inner = 1; std::vector<std::vector<double>> v; };
+    auto slices = [](OpCtx& c) {
+        const Tensor& x = c.cval(0);
+        Slices sl;
+        if (!c.has_attr("axis")) {
+            sl.n = x.numel();
+            for (int64_t i = 0; i < sl.n; ++i) sl.v.push_back({x.getf(i)});
+            return sl;
+        }
+        int a = c.axis(c.ai("axis", 0), int(x.shape.size()));
+        sl.n = x.shape[size_t(a)];
+        for (int i = 0; i < a; ++i) sl.outer *= x.shape[size_t(i)];
+        for (size_t i = size_t(a) + 1; i < x.shape.size(); ++i) sl.inner *= x.shape[i];
+        sl.v.assign(size_t(sl.n), {});
+        for (int64_t j = 0; j < sl.n; ++j)
+            for (int64_t o = 0; o < sl.outer; ++o)
+                for (int64_t i = 0; i < sl.inner; ++i) sl.v[size_t(j)].push_back(x.getf((o * sl.n + j) * sl.inner + i));
+        return sl;
+    };
+    // unique slice ids in output order, and for every slice the output slot it maps to
+    auto uniq = [slices](OpCtx& c, Slices& sl, std::vector<int64_t>& first, std::vector<int64_t>& inverse, std::vector<int64_t>& counts) {
+        sl = slices(c);
+        std::vector<int64_t> order(static_cast<size_t>(sl.n), 0);
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](int64_t p, int64_t q) { return sl.v[size_t(p)] < sl.v[size_t(q)]; });
+        std::vector<int64_t> group(size_t(sl.n));
+        for (size_t k = 0; k < order.size(); ++k) {
+            if (k == 0 || sl.v[size_t(order[k])] != sl.v[size_t(order[k - 1])]) first.push_back(order[k]);  // stable: lowest index
+            group[size_t(order[k])] = int64_t(first.size()) - 1;
+        }
+        std::vector<int64_t> slot(first.size());
+        std::iota(slot.begin(), slot.end(), 0);
+        if (c.ai("sorted", 1) == 0) {  // order of first occurrence
+            std::vector<int64_t> by_first(first.size());
+            std::iota(by_first.begin(), by_first.end(), 0);
+            std::sort(by_first.begin(), by_first.end(), [&](int64_t p, int64_t q) { return first[size_t(p)] < first[size_t(q)]; });
+            std::vector<int64_t> f2;
+            for (size_t k = 0; k < by_first.size(); ++k) slot[size_t(by_first[k])] = int64_t(k), f2.push_back(first[size_t(by_first[k])]);
+            first = f2;
+        }
+        counts.assign(first.size(), 0);
+        for (int64_t j = 0; j < sl.n; ++j) {
+            inverse.push_back(slot[size_t(group[size_t(j)])]);
+            counts[size_t(inverse.back())]++;
+        }
+    };
+    d.infer = [uniq](OpCtx& c) {
+        Slices sl;
+        std::vector<int64_t> first, inverse, counts;
+        uniq(c, sl, first, inverse, counts);
+        int64_t u = int64_t(first.size());
+        Shape ys = {u};
+        if (c.has_attr("axis")) {
+            ys = c.shape(0);
+            ys[size_t(c.axis(c.ai("axis", 0), c.rank(0)))] = u;
+        }
+        c.set_out(0, c.dtype(0), ys);
+        for (int i = 1; i < 4; ++i)
+            if (c.has_out(i)) c.set_out(i, DType::I64, {i == 2 ? sl.n : u});
+    };
+    d.eval = [uniq](OpCtx& c) {
+        Slices sl;
+        std::vector<int64_t> first, inverse, counts;
+        uniq(c, sl, first, inverse, counts);
+        int64_t u = int64_t(first.size());
+        const Tensor& x = c.cval(0);
+        Shape ys = {u};
+        if (c.has_attr("axis")) {
+            ys = x.shape;
+            ys[size_t(c.axis(c.ai("axis", 0), c.rank(0)))] = u;
+        }
+        Tensor y = Tensor::zeros(x.dtype, ys);
+        size_t es = dtype_size(x.dtype);
+        for (int64_t k = 0; k < u; ++k)
+            for (int64_t o = 0; o < sl.outer; ++o)
+                for (int64_t i = 0; i < sl.inner; ++i) {
+                    int64_t src = (o * sl.n + first[size_t(k)]) * sl.inner + i, dst = (o * u + k) * sl.inner + i;
+                    std::copy(x.data() + size_t(src) * es, x.data() + size_t(src + 1) * es, y.data() + size_t(dst) * es);
+                }
+        c.set_const(0, y);
+        auto put = [&](int i, const std::vector<int64_t>& v) {
+            if (c.has_out(i)) c.set_const(i, Tensor::from_i64(v, {int64_t(v.size())}));
+        };
+        put(1, first);
+        put(2, inverse);
+        put(3, counts);
+    };
+    r.add(d);
+}
+
 }  // namespace
 
 void register_indexing(Registry& r) {
     register_topk(r);
     register_scatter(r);
+    register_value_shaped(r);
 }
 
 }  // namespace onnx2ggml

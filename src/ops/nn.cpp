@@ -190,7 +190,6 @@ TGeom tconv_geometry(OpCtx& c) {
         if (!oshape.empty() || ap == "SAME_UPPER" || ap == "SAME_LOWER") {
             int64_t out = !oshape.empty() ? oshape[i] : g.in[i] * g.s[i];
             int64_t total = full - out;
-            if (total < 0) c.fail_unsupported("ConvTranspose output_shape larger than the full output");
             bool upper = ap != "SAME_LOWER";  // output_shape follows SAME_UPPER
             g.pb[i] = upper ? total / 2 : total - total / 2;
             g.pe[i] = total - g.pb[i];
@@ -210,6 +209,8 @@ void lower_conv_transpose(Lc& c) {
     for (int i = 0; i < g.nsp; ++i)
         if (g.d[i] != 1) c.fail_unsupported("ConvTranspose with dilations is not lowered yet");
     if (g.nsp == 2 && g.s[0] != g.s[1]) c.fail_unsupported("ConvTranspose with different strides per dim is not lowered yet");
+    for (int i = 0; i < g.nsp; ++i)
+        if (g.pb[i] < 0 || g.pe[i] < 0) c.fail_unsupported("ConvTranspose output_shape larger than the full output");
     int64_t group = c.ai("group", 1);
     const Shape& xs = c.shape(0);
     const Shape& ws = c.shape(1);
@@ -576,12 +577,50 @@ void register_norm(Registry& r) {
         d.op_type = "BatchNormalization";
         d.host_inputs = {1, 2, 3, 4};
         d.infer = [](OpCtx& c) {
-            if (c.ai("training_mode", 0) != 0) c.fail_unsupported("BatchNormalization in training mode");
+            bool training = c.ai("training_mode", 0) != 0;
             for (int i = 1; i < c.nout(); ++i)
-                if (c.has_out(i)) c.fail_unsupported("BatchNormalization with running-statistics outputs (training)");
+                if (c.has_out(i)) {
+                    if (!training || c.opset() < 14) c.fail_unsupported("BatchNormalization outputs of opset < 14 training (saved mean/var)");
+                    c.set_out(i, c.dtype(3), c.shape(3));
+                }
             infer_same(c);
         };
+        // training mode (opset >= 14): normalized with the batch's statistics (population variance),
+        // running statistics updated with `momentum`; evaluation mode with the given ones
+        d.eval = [](OpCtx& c) {
+            const Shape& xs = c.shape(0);
+            int64_t C = xs.size() > 1 ? xs[1] : 1, N = xs.empty() ? 1 : xs[0], sp = shape_numel(xs) / std::max<int64_t>(1, N * C);
+            const Tensor &x = c.cval(0), &sc = c.cval(1), &bi = c.cval(2), &mu = c.cval(3), &var = c.cval(4);
+            if (sc.numel() != C || bi.numel() != C || mu.numel() != C || var.numel() != C)
+                c.fail_unsupported("BatchNormalization with non per-channel parameters (legacy spatial=0)");
+            bool training = c.ai("training_mode", 0) != 0;
+            double eps = c.af("epsilon", 1e-5f), mom = c.af("momentum", 0.9f);
+            Tensor y = Tensor::zeros(x.dtype, xs), rm = Tensor::zeros(mu.dtype, mu.shape), rv = Tensor::zeros(var.dtype, var.shape);
+            for (int64_t ch = 0; ch < C; ++ch) {
+                double m = mu.getf(ch), v = var.getf(ch);
+                if (training) {
+                    double s1 = 0, s2 = 0;
+                    for (int64_t n = 0; n < N; ++n)
+                        for (int64_t i = 0; i < sp; ++i) s1 += x.getf((n * C + ch) * sp + i);
+                    double bm = s1 / double(N * sp);
+                    for (int64_t n = 0; n < N; ++n)
+                        for (int64_t i = 0; i < sp; ++i) s2 += (x.getf((n * C + ch) * sp + i) - bm) * (x.getf((n * C + ch) * sp + i) - bm);
+                    double bv = s2 / double(N * sp);
+                    rm.setf(ch, m * mom + bm * (1 - mom));
+                    rv.setf(ch, v * mom + bv * (1 - mom));
+                    m = bm, v = bv;
+                }
+                double k = sc.getf(ch) / std::sqrt(v + eps);
+                for (int64_t n = 0; n < N; ++n)
+                    for (int64_t i = 0; i < sp; ++i) y.setf((n * C + ch) * sp + i, (x.getf((n * C + ch) * sp + i) - m) * k + bi.getf(ch));
+            }
+            c.set_const(0, y);
+            if (c.has_out(1)) c.set_const(1, rm);
+            if (c.has_out(2)) c.set_const(2, rv);
+        };
+        d.fold_limit = 1 << 16;
         d.lower = [](Lc& c) {
+            if (c.ai("training_mode", 0) != 0 || c.has_out(1) || c.has_out(2)) c.fail_unsupported("BatchNormalization in training mode has no ggml lowering");
             double eps = c.af("epsilon", 1e-5f);
             const Tensor &sc = c.cval(1), &bi = c.cval(2), &mu = c.cval(3), &var = c.cval(4);
             int64_t C = c.shape(0).size() > 1 ? c.shape(0)[1] : 1;

@@ -115,6 +115,8 @@ const Registry& Registry::get() {
         register_linalg(x);
         register_quant(x);
         register_rnn(x);
+        register_signal(x);
+        register_sampling(x);
         return x;
     }();
     return r;

@@ -90,5 +90,7 @@ void register_indexing(Registry& r);
 void register_linalg(Registry& r);
 void register_quant(Registry& r);
 void register_rnn(Registry& r);
+void register_signal(Registry& r);
+void register_sampling(Registry& r);
 
 }  // namespace onnx2ggml

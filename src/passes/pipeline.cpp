@@ -58,6 +58,9 @@ static void bind_inputs(Graph& g, const CompileOptions& opts) {
 
 void specialize(Graph& g, const CompileOptions& opts, std::vector<UnsupportedOp>* report) {
     bind_inputs(g, opts);
+    // a tensor of zero elements has one possible value: every empty input and output is a known constant
+    for (int id : g.inputs)
+        if (shape_numel(g.values[id].shape) == 0) g.values[id].constant = Tensor::zeros(g.values[id].dtype, g.values[id].shape);
     const Registry& reg = Registry::get();
     std::vector<UnsupportedOp> bad;
     for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
@@ -85,6 +88,9 @@ void specialize(Graph& g, const CompileOptions& opts, std::vector<UnsupportedOp>
             for (int i = 0; i < c.nout(); ++i)
                 if (c.has_out(i) && c.out(i).has_shape && shape_numel(c.out(i).shape) > def->fold_limit) small = false;
             if (def->eval && (all_const || def->shape_only) && small) def->eval(c);
+            for (int i = 0; i < c.nout(); ++i)
+                if (c.has_out(i) && c.out(i).has_shape && !c.out(i).constant && shape_numel(c.out(i).shape) == 0)
+                    c.out(i).constant = Tensor::zeros(c.out(i).dtype, c.out(i).shape);
             bool folded = true;
             for (int i = 0; i < c.nout(); ++i)
                 if (c.has_out(i)) folded &= c.out(i).constant.has_value();
@@ -159,8 +165,11 @@ std::vector<bool> live_nodes(const Graph& g) {
 
 void lower_graph(Graph& g, Builder& b) {
     LowerState st{b, std::vector<ggml_tensor*>(g.values.size(), nullptr), {}, {}};
+    b.inputs.assign(g.inputs.size(), nullptr);
+    b.index_bound.assign(g.inputs.size(), 0);
     for (size_t k = 0; k < g.inputs.size(); ++k) {
         Value& v = g.values[g.inputs[k]];
+        if (shape_numel(v.shape) == 0) continue;  // empty: a constant (see specialize), no ggml tensor
         ggml_type t = ggml_type_for(v.dtype);
         if (t == GGML_TYPE_COUNT) unsupported(g.path + ": input '" + v.name + "' has dtype " + dtype_name(v.dtype) + " (onnx2ggml holds numeric and bool tensors only)");
         auto ne = to_ne(v.shape);
