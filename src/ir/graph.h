@@ -2,6 +2,7 @@
 // attributes, and the graph that owns them. Nodes are kept in topological order.
 #pragma once
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -10,6 +11,8 @@
 #include "ir/tensor.h"
 
 namespace onnx2ggml {
+
+struct Graph;
 
 struct Attr {
     enum Kind { Undefined = 0, Float = 1, Int = 2, String = 3, TensorK = 4, Graph = 5, Floats = 6, Ints = 7,
@@ -23,6 +26,7 @@ struct Attr {
     std::vector<float> floats;
     std::vector<int64_t> ints;
     std::vector<std::string> strings;
+    std::shared_ptr<onnx2ggml::Graph> g;  // kind Graph: a subgraph (If branch, Loop/Scan body)
 };
 const char* attr_kind_name(Attr::Kind k);
 
@@ -33,6 +37,9 @@ struct Value {
     bool has_shape = false;                // shape (and dtype) known
     std::vector<std::string> dim_params;   // graph inputs: symbolic dims ("" where static)
     std::optional<Tensor> constant;        // host value known at compile time
+    // a sequence (ONNX seq(tensor)): resolved at compile time to the value ids of its elements;
+    // sequence ops rewrite themselves into tensor ops (src/ops/sequence.cpp)
+    std::optional<std::vector<int>> seq;
     int producer = -1;                     // node index, -1 for inputs/initializers
     bool is_initializer = false;
 };
@@ -56,6 +63,7 @@ struct Graph {
     std::vector<Node> nodes;
     std::vector<int> inputs, outputs;        // graph inputs exclude initializers
     std::unordered_map<std::string, int> by_name;
+    std::vector<std::string> free_vars;      // subgraphs: names read from the graphs around them
 
     int value_id(const std::string& name);   // creates the value if missing
     int find(const std::string& name) const; // -1 if missing

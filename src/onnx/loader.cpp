@@ -40,7 +40,11 @@ std::string dir_of(const std::string& path) {
 struct Ctx {
     std::string file;      // model path for messages
     std::string base_dir;  // folder external data must stay in
+    std::set<std::string> local_functions;  // "domain.name" of the model's local functions
+    int depth = 0;                           // subgraph nesting
 };
+
+void build_body(const Ctx& c, const onnx::GraphProto& gp, onnx::GraphProto* mutable_gp, Graph& g, bool sub);
 
 // Resolves an external-data location inside base_dir, or fails.
 std::string confined_path(const Ctx& c, const std::string& loc, const std::string& tensor) {
@@ -182,7 +186,17 @@ Attr parse_attr(const Ctx& c, const onnx::AttributeProto& a, const std::string& 
         case Attr::Floats: r.floats.assign(a.floats().begin(), a.floats().end()); break;
         case Attr::Ints: r.ints.assign(a.ints().begin(), a.ints().end()); break;
         case Attr::Strings: r.strings.assign(a.strings().begin(), a.strings().end()); break;
-        default: break;  // graphs, sparse tensors, type protos: kept as their kind only
+        case Attr::Graph: {  // If branches, Loop/Scan bodies: inlined at compile time (passes/pipeline)
+            if (c.depth >= 16) bad_input(c.file + ": " + node + ": subgraphs nested more than 16 deep");
+            Ctx sc = c;
+            sc.depth++;
+            r.g = std::make_shared<Graph>();
+            r.g->path = c.file;
+            r.g->name = a.g().name();
+            build_body(sc, a.g(), nullptr, *r.g, true);
+            break;
+        }
+        default: break;  // sparse tensors, type protos, lists of graphs: kept as their kind only
     }
     return r;
 }
@@ -221,15 +235,20 @@ Graph build(const Ctx& c, onnx::ModelProto& m) {
         unsupported(c.file + ": ai.onnx opset " + std::to_string(g.opsets[""]) + " is newer than onnx2ggml supports (up to " +
                     std::to_string(kMaxOpset) + ")");
     if (!m.has_graph()) bad_input(c.file + ": the model has no graph");
-    const auto& gp = m.graph();
-    g.name = gp.name();
+    g.name = m.graph().name();
+    Ctx mc = c;
+    for (const auto& f : m.functions()) mc.local_functions.insert(f.domain() + "." + f.name());
+    build_body(mc, m.graph(), m.mutable_graph(), g, false);
+    return g;
+}
 
-    std::set<std::string> local_functions;
-    for (const auto& f : m.functions()) local_functions.insert(f.domain() + "." + f.name());
-
+// The values, nodes (topologically sorted), inputs and outputs of a graph. A subgraph (`sub`)
+// may read values of the graphs around it: those names become its free variables.
+void build_body(const Ctx& c, const onnx::GraphProto& gp, onnx::GraphProto* mutable_gp, Graph& g, bool sub) {
+    const std::set<std::string>& local_functions = c.local_functions;
     for (int k = 0; k < gp.initializer_size(); ++k) {
-        onnx::TensorProto* owned = m.mutable_graph()->mutable_initializer(k);  // its raw_data is taken over
-        const onnx::TensorProto& init = *owned;
+        onnx::TensorProto* owned = mutable_gp ? mutable_gp->mutable_initializer(k) : nullptr;  // its raw_data is taken over
+        const onnx::TensorProto& init = gp.initializer(k);
         if (init.name().empty()) bad_input(c.file + ": an initializer has no name");
         if (g.find(init.name()) >= 0) bad_input(c.file + ": initializer '" + init.name() + "' is defined twice");
         int id = g.value_id(init.name());
@@ -247,6 +266,11 @@ Graph build(const Ctx& c, onnx::ModelProto& m) {
         if (existing >= 0 && g.values[existing].is_initializer) continue;  // old-style: initializer listed as input
         if (existing >= 0) bad_input(c.file + ": graph input '" + in.name() + "' is declared twice");
         int id = g.value_id(in.name());
+        if (sub) {  // bound to the caller's values when the subgraph is inlined
+            read_type(c, in, g.values[id]);
+            g.inputs.push_back(id);
+            continue;
+        }
         if (in.has_type() && !in.type().has_tensor_type())
             unsupported(c.file + ": graph input '" + in.name() + "' is a sequence, map or optional: only tensors are supported");
         read_type(c, in, g.values[id]);
@@ -287,13 +311,20 @@ Graph build(const Ctx& c, onnx::ModelProto& m) {
     }
     std::vector<int> pending(raw.size(), 0);
     std::vector<std::vector<int>> users(raw.size());
+    std::set<std::string> free;  // names read from the graphs around this one (subgraphs only)
     for (size_t i = 0; i < raw.size(); ++i) {
         std::set<int> deps;
-        for (const auto& s : in_names[i]) {
+        std::vector<std::string> used = in_names[i];
+        for (const auto& kv : raw[i].attrs)  // a subgraph's reads of this graph's values order the node too
+            if (kv.second.g) used.insert(used.end(), kv.second.g->free_vars.begin(), kv.second.g->free_vars.end());
+        for (const auto& s : used) {
             if (s.empty()) continue;
             auto it = producer_of.find(s);
             if (it != producer_of.end()) deps.insert(it->second);
-            else if (g.find(s) < 0) bad_input(c.file + ": input '" + s + "' of " + raw[i].describe() + " has no producer (not a graph input, initializer or node output)");
+            else if (g.find(s) < 0) {
+                if (sub) free.insert(s);
+                else bad_input(c.file + ": input '" + s + "' of " + raw[i].describe() + " has no producer (not a graph input, initializer or node output)");
+            }
         }
         for (int d : deps) { users[d].push_back(int(i)); pending[i]++; }
     }
@@ -332,6 +363,10 @@ Graph build(const Ctx& c, onnx::ModelProto& m) {
     }
     for (const auto& o : gp.output()) {
         int id = g.find(o.name());
+        if (id < 0 && sub) {  // a subgraph may output a value of the graphs around it
+            free.insert(o.name());
+            id = g.value_id(o.name());
+        }
         if (id < 0) bad_input(c.file + ": graph output '" + o.name() + "' is not produced by any node");
         Value tmp;
         read_type(c, o, tmp);
@@ -339,7 +374,7 @@ Graph build(const Ctx& c, onnx::ModelProto& m) {
         g.outputs.push_back(id);
     }
     if (g.outputs.empty()) bad_input(c.file + ": the graph has no outputs");
-    return g;
+    g.free_vars.assign(free.begin(), free.end());
 }
 
 bool parse_model(const std::string& bytes, onnx::ModelProto& m) {
@@ -358,7 +393,7 @@ Graph load_onnx_from_bytes(const std::string& bytes, const std::string& path, co
     if (bytes.empty()) bad_input(path + ": file is empty");
     if (!parse_model(bytes, m)) bad_input(path + ": not a valid ONNX model (protobuf parse failed: truncated or corrupted file?)");
     if (!m.has_graph() && m.ir_version() == 0) bad_input(path + ": not an ONNX model (no graph, no IR version)");
-    Ctx c{path, base_dir};
+    Ctx c{path, base_dir, {}, 0};
     return build(c, m);
 }
 
@@ -383,7 +418,7 @@ Graph load_onnx(const std::string& path) {
     if (st.st_size == 0) bad_input(path + ": file is empty");
     if (!ok) bad_input(path + ": not a valid ONNX model (protobuf parse failed: truncated or corrupted file?)");
     if (!m.has_graph() && m.ir_version() == 0) bad_input(path + ": not an ONNX model (no graph, no IR version)");
-    Ctx c{path, dir_of(path)};
+    Ctx c{path, dir_of(path), {}, 0};
     return build(c, m);
 }
 
@@ -392,7 +427,7 @@ Tensor load_tensor_pb(const std::string& path, std::string* name) {
     onnx::TensorProto tp;
     if (!tp.ParseFromString(bytes)) bad_input(path + ": not a valid TensorProto");
     if (name) *name = tp.name();
-    Ctx c{path, dir_of(path)};
+    Ctx c{path, dir_of(path), {}, 0};
     return parse_tensor(c, tp, "tensor");
 }
 

@@ -135,7 +135,11 @@ void register_einsum(Registry& r) {
         for (size_t i = 0; i < acc.size(); ++i) t.setf(int64_t(i), acc[i]);
         c.set_const(0, t);
     };
-    d.fold_limit = 1 << 16;
+    d.work = [](OpCtx& c) {
+        double w = 1;
+        for (auto& kv : parse_einsum(c).dim) w *= double(kv.second);
+        return w * double(c.nin());
+    };
     r.add(d);
 }
 
@@ -147,6 +151,7 @@ void register_det(Registry& r) {
         if (s.size() < 2 || s[s.size() - 1] != s[s.size() - 2]) c.fail("input must be [..., M, M], got " + shape_str(s));
         c.set_out(0, c.dtype(0), Shape(s.begin(), s.end() - 2));
     };
+    d.work = [](OpCtx& c) { return double(shape_numel(c.shape(0))) * double(c.shape(0).back()); };
     d.eval = [](OpCtx& c) {  // LU decomposition with partial pivoting, in double
         const Shape& s = c.shape(0);
         int64_t m = s.back(), nb = shape_numel(s) / std::max<int64_t>(1, m * m);

@@ -520,7 +520,7 @@ void register_conv_pool(Registry& r) {
         d.op_type = "Conv";
         d.infer = infer_conv;
         d.eval = eval_conv;
-        d.fold_limit = 1 << 16;
+        d.work = [](OpCtx& c) { return double(shape_numel(c.out(0).shape)) * double(shape_numel(c.shape(1))) / double(std::max<int64_t>(1, c.shape(1)[0])); };
         d.lower = lower_conv;
         r.add(d);
     }
@@ -537,7 +537,7 @@ void register_conv_pool(Registry& r) {
             c.set_out(0, c.dtype(0), o);
         };
         d.eval = eval_conv_transpose;
-        d.fold_limit = 1 << 16;
+        d.work = [](OpCtx& c) { return double(shape_numel(c.shape(0))) * double(shape_numel(c.shape(1))) / double(std::max<int64_t>(1, c.shape(1)[0])); };
         d.lower = lower_conv_transpose;
         r.add(d);
     }
@@ -546,7 +546,7 @@ void register_conv_pool(Registry& r) {
         d.op_type = mx ? "MaxPool" : "AveragePool";
         d.infer = infer_pool;
         d.eval = [mx](OpCtx& c) { eval_pool(c, mx); };
-        d.fold_limit = 1 << 16;
+        d.work = [](OpCtx& c) { return double(shape_numel(c.out(0).shape)) * double(shape_numel(c.ais("kernel_shape"))); };
         d.lower = [mx](Lc& c) { lower_pool(c, mx); };
         r.add(d);
     }
@@ -777,6 +777,7 @@ void register_matmul(Registry& r) {
             c.set_const(0, t);
         };
         d.fold_limit = 1 << 16;
+        d.work = [](OpCtx& c) { return double(shape_numel(c.out(0).shape)) * double(c.shape(0).back()); };
         d.lower = [shapes](Lc& c) {
             Shape sa, sb, o;
             shapes(c, sa, sb, o);

@@ -56,6 +56,33 @@ void OpCtx::set_out(int i, DType t, const Shape& s) {
     v.has_shape = true;
 }
 
+void OpCtx::set_seq(int i, std::vector<int> elements) {
+    if (!has_out(i)) return;
+    Value& v = out(i);
+    v.seq = std::move(elements);
+    v.has_shape = true;
+    v.shape.clear();
+}
+
+int OpCtx::new_const(const Tensor& t, const std::string& hint) {
+    int id = g_.new_value(hint);
+    Value& v = g_.values[id];
+    v.constant = t;
+    v.dtype = t.dtype;
+    v.shape = t.shape;
+    v.has_shape = true;
+    return id;
+}
+
+Node OpCtx::make_node(const std::string& op, std::vector<int> ins, std::vector<int> outs) const {
+    Node n;
+    n.op_type = op;
+    n.name = node().name + "/" + op + "_" + std::to_string(g_.nodes.size() + g_.values.size());
+    n.inputs = std::move(ins);
+    n.outputs = std::move(outs);
+    return n;
+}
+
 void OpCtx::set_const(int i, Tensor t) {
     if (!has_out(i)) return;
     set_out(i, t.dtype, t.shape);
@@ -117,6 +144,8 @@ const Registry& Registry::get() {
         register_rnn(x);
         register_signal(x);
         register_sampling(x);
+        register_sequence(x);
+        register_control(x);
         return x;
     }();
     return r;

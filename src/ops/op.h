@@ -3,6 +3,7 @@
 // lowering to ggml. Ops live in src/ops/<family>.cpp, one registration function each.
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,13 @@ public:
     const Tensor* at(const std::string& n) const;
 
     void set_out(int i, DType t, const Shape& s);   // shape rule result
+    void set_seq(int i, std::vector<int> elements); // a sequence output (value ids of its elements)
+    // Shape rules of graph-level ops (sequences) may replace the node by tensor nodes; specialize
+    // splices them in place of the node and processes them next.
+    void replace_with(std::vector<Node> nodes) { replacement = std::move(nodes); }
+    std::optional<std::vector<Node>> replacement;
+    int new_const(const Tensor& t, const std::string& hint);  // a fresh value holding a constant
+    Node make_node(const std::string& op, std::vector<int> ins, std::vector<int> outs) const;  // named after this node
     void set_const(int i, Tensor t);                // host evaluation result
     int axis(int64_t a, int rank);                  // normalizes a negative axis, checks range
 
@@ -66,9 +74,15 @@ struct OpDef {
     std::function<void(OpCtx&)> eval;         // host evaluation (folding); may be empty
     std::function<void(LowerCtx&)> lower;     // ggml lowering; empty = host-only op
     int64_t fold_limit = int64_t(1) << 24;    // fold only outputs up to this many elements
+    std::function<double(OpCtx&)> work;       // estimated operations of eval (fold only up to kFoldWork)
     bool shape_only = false;                  // eval reads only input shapes (Shape, Size)
     int min_inputs = 0;                       // inputs that must be present (checked before infer)
+    bool seq_inputs = false;                  // takes sequence values (src/ops/sequence.cpp)
 };
+
+// Folding runs at compile time: an evaluation estimated above this many operations is left
+// to run time (a host kernel) instead.
+constexpr double kFoldWork = 2e8;
 
 class Registry {
 public:
@@ -92,5 +106,7 @@ void register_quant(Registry& r);
 void register_rnn(Registry& r);
 void register_signal(Registry& r);
 void register_sampling(Registry& r);
+void register_sequence(Registry& r);
+void register_control(Registry& r);
 
 }  // namespace onnx2ggml

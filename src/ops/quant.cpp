@@ -163,6 +163,7 @@ void register_int_matmul(Registry& r) {
         d.op_type = "MatMulInteger";
         d.min_inputs = 2;
         d.infer = [](OpCtx& c) { c.set_out(0, DType::I32, matmul_dims(c, 0, 1).out); };
+        d.work = [](OpCtx& c) { return double(shape_numel(c.out(0).shape)) * double(c.shape(0).back()); };
         d.eval = [](OpCtx& c) {
             MatDims m = matmul_dims(c, 0, 1);
             auto y = matmul_int(c, 0, 1, 2, 3, m);
@@ -177,6 +178,7 @@ void register_int_matmul(Registry& r) {
         d.op_type = "QLinearMatMul";
         d.min_inputs = 8;
         d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(7), matmul_dims(c, 0, 3).out); };
+        d.work = [](OpCtx& c) { return double(shape_numel(c.out(0).shape)) * double(c.shape(0).back()); };
         d.eval = [](OpCtx& c) {  // y = saturate(round((a - a_zp) @ (b - b_zp) * a_scale * b_scale / y_scale) + y_zp)
             MatDims m = matmul_dims(c, 0, 3);
             auto y = matmul_int(c, 0, 3, 2, 5, m);
@@ -214,6 +216,7 @@ void register_int_conv(Registry& r) {
         d.op_type = "ConvInteger";
         d.min_inputs = 2;
         d.infer = [](OpCtx& c) { c.set_out(0, DType::I32, conv_output_shape(c, c.shape(1))); };
+        d.work = [](OpCtx& c) { return double(shape_numel(c.out(0).shape)) * double(shape_numel(c.shape(1))) / double(std::max<int64_t>(1, c.shape(1)[0])); };
         d.eval = [](OpCtx& c) {
             auto y = conv_host(c, c.shape(1), minus_zp(c, 0, 2, false), minus_zp(c, 1, 3, true), nullptr);
             Tensor t = Tensor::zeros(DType::I32, c.out(0).shape);
@@ -227,6 +230,7 @@ void register_int_conv(Registry& r) {
         d.op_type = "QLinearConv";
         d.min_inputs = 8;
         d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(7), conv_output_shape(c, c.shape(3))); };
+        d.work = [](OpCtx& c) { return double(shape_numel(c.out(0).shape)) * double(shape_numel(c.shape(3))) / double(std::max<int64_t>(1, c.shape(3)[0])); };
         d.eval = [](OpCtx& c) {
             std::vector<double> bias;
             if (c.has(8)) bias = minus_zp(c, 8, -1, false);

@@ -204,7 +204,10 @@ void register_rnn(Registry& r) {
         Rnn::Kind k = kind;
         d.infer = [k](OpCtx& c) { infer_rnn(c, k); };
         d.eval = [k](OpCtx& c) { eval_rnn(c, k); };
-        d.fold_limit = 1 << 16;
+        d.work = [k](OpCtx& c) {
+            Rnn r = rnn_dims(c, k);
+            return double(r.dirs * r.batch * r.seq * r.gates) * double(r.hidden) * double(r.in + r.hidden) * (k == Rnn::Gru ? double(r.hidden) : 1.0);
+        };
         r.add(d);
     }
 }

@@ -60,6 +60,7 @@ void register_gridsample(Registry& r) {
         if (pad != "zeros" && pad != "border" && pad != "reflection") c.fail("unknown padding_mode '" + pad + "'");
         c.set_out(0, c.dtype(0), {x[0], x[1], g[1], g[2]});
     };
+    d.work = [](OpCtx& c) { return 16.0 * double(shape_numel(c.out(0).shape)); };
     d.eval = [](OpCtx& c) {
         const Shape &xs = c.shape(0), &gs = c.shape(1);
         std::string mode = c.as("mode", "bilinear"), pad = c.as("padding_mode", "zeros");
@@ -138,8 +139,10 @@ void register_roialign(Registry& r) {
             double rw = rois.getf(ri * 4 + 2) * scale - off - x1, rh = rois.getf(ri * 4 + 3) * scale - off - y1;
             if (!half_pixel) rw = std::max(rw, 1.0), rh = std::max(rh, 1.0);
             double bh = rh / double(OH), bw = rw / double(OW);
+            if (!(std::fabs(rh) < 1e9 && std::fabs(rw) < 1e9)) c.fail("roi " + std::to_string(ri) + " is not a finite box of sane size");
             int64_t gh = ratio > 0 ? ratio : int64_t(std::ceil(rh / double(OH))), gw = ratio > 0 ? ratio : int64_t(std::ceil(rw / double(OW)));
             gh = std::max<int64_t>(gh, 0), gw = std::max<int64_t>(gw, 0);
+            if (double(gh) * double(gw) > 1e6) c.fail("RoiAlign sampling grid of " + std::to_string(gh) + " x " + std::to_string(gw) + " points per bin (a huge roi?)");
             double count = double(std::max<int64_t>(gh * gw, 1));
             for (int64_t ch = 0; ch < C; ++ch) {
                 auto at = [&](int64_t yy, int64_t xx) { return x.getf(((b * C + ch) * H + yy) * W + xx); };
@@ -252,6 +255,8 @@ std::vector<int64_t> nms(OpCtx& c) {
     double score_t = has_st ? c.cval(4).getf(0) : 0.0;
     bool center = c.ai("center_point_box", 0) != 0;
     int64_t B = bs[0], N = bs[1], C = ss[1];
+    if (double(B) * double(C) * double(N) * double(std::min(N, std::max<int64_t>(max_out, 0))) > kFoldWork)
+        c.fail_unsupported("NonMaxSuppression over " + std::to_string(B * C) + " x " + std::to_string(N) + " boxes is too large to evaluate at compile time");
     auto corners = [&](int64_t b, int64_t i, double* o) {  // y1, x1, y2, x2 with y1 <= y2, x1 <= x2
         const int64_t base = (b * N + i) * 4;
         double v0 = boxes.getf(base), v1 = boxes.getf(base + 1), v2 = boxes.getf(base + 2), v3 = boxes.getf(base + 3);

@@ -53,6 +53,7 @@ void register_dft(Registry& r) {
         o.back() = 2;
         c.set_out(0, c.dtype(0), o);
     };
+    d.work = [](OpCtx& c) { return double(shape_numel(c.out(0).shape)) * double(dft_length(c, c.axis(c.ai("axis", 1), c.rank(0) - 1))); };
     d.eval = [geom](OpCtx& c) {
         int axis;
         int64_t n, nout;
@@ -103,6 +104,11 @@ void register_stft(Registry& r) {
         int64_t step, flen, frames, bins;
         geom(c, step, flen, frames, bins);
         c.set_out(0, c.dtype(0), {c.shape(0)[0], frames, bins, 2});
+    };
+    d.work = [geom](OpCtx& c) {
+        int64_t step, flen, frames, bins;
+        geom(c, step, flen, frames, bins);
+        return double(shape_numel(c.out(0).shape)) * double(flen);
     };
     d.eval = [geom](OpCtx& c) {
         int64_t step, flen, frames, bins;

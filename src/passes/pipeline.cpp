@@ -81,19 +81,33 @@ void specialize(Graph& g, const CompileOptions& opts, std::vector<UnsupportedOp>
         }
         if (!known) continue;  // downstream of an unsupported op
         try {
+            for (int i = 0; i < c.nin(); ++i)
+                if (c.has(i) && c.in(i).seq && !def->seq_inputs) c.fail_unsupported("input '" + c.in(i).name + "' is a sequence, which this operator does not take");
             for (int i = 0; i < def->min_inputs; ++i)
                 if (!c.has(i)) c.fail("needs at least " + std::to_string(def->min_inputs) + " inputs, input " + std::to_string(i) + " is missing");
             if (def->infer) def->infer(c);
+            if (c.replacement) {  // a graph-level op rewritten into tensor ops: process those next
+                std::vector<Node> repl = std::move(*c.replacement);
+                g.nodes.erase(g.nodes.begin() + long(ni));
+                g.nodes.insert(g.nodes.begin() + long(ni), repl.begin(), repl.end());
+                for (auto& v : g.values) v.producer = -1;
+                for (size_t k = 0; k < g.nodes.size(); ++k)
+                    for (int o : g.nodes[k].outputs)
+                        if (o >= 0) g.values[o].producer = int(k);
+                --ni;
+                continue;
+            }
             bool small = true;
             for (int i = 0; i < c.nout(); ++i)
                 if (c.has_out(i) && c.out(i).has_shape && shape_numel(c.out(i).shape) > def->fold_limit) small = false;
+            if (small && def->work && (all_const || def->shape_only)) small = def->work(c) <= kFoldWork;
             if (def->eval && (all_const || def->shape_only) && small) def->eval(c);
             for (int i = 0; i < c.nout(); ++i)
                 if (c.has_out(i) && c.out(i).has_shape && !c.out(i).constant && shape_numel(c.out(i).shape) == 0)
                     c.out(i).constant = Tensor::zeros(c.out(i).dtype, c.out(i).shape);
             bool folded = true;
             for (int i = 0; i < c.nout(); ++i)
-                if (c.has_out(i)) folded &= c.out(i).constant.has_value();
+                if (c.has_out(i)) folded &= c.out(i).constant.has_value() || c.out(i).seq.has_value();
             n.folded = folded;
         } catch (const Error& e) {
             if (e.code != kExitUnsupported) throw;
@@ -103,6 +117,8 @@ void specialize(Graph& g, const CompileOptions& opts, std::vector<UnsupportedOp>
                 if (c.has_out(i)) c.out(i).has_shape = false;
         }
     }
+    for (int id : g.outputs)
+        if (g.values[id].seq) bad.push_back({"", "", "", "graph output '" + g.values[id].name + "' is a sequence: onnx2ggml outputs tensors only", 0});
     if (report) { *report = bad; return; }
     throw_unsupported(g, bad);
 }

@@ -240,6 +240,33 @@ case("compile refuses a host kernel", ["compile", single("add_i32.onnx", helper.
                                                          [vi("x", [2], TensorProto.INT32)]), "-o", path("add_i32_out")], 3,
      r"addi.*`compile` cannot emit yet")
 
+# control flow is resolved at compile time
+def branch(out, value):
+    c = helper.make_node("Constant", [], [out], value=numpy_helper.from_array(np.array([value], np.float32), out + "_v"))
+    return helper.make_graph([c], "b", [], [vi(out, [1])])
+
+
+if_node = helper.make_node("If", ["cond"], ["y"], name="if0", then_branch=branch("t", 1.0), else_branch=branch("e", 0.0))
+case("If with a runtime condition", run(save("if_rt.onnx", model([if_node], [vi("cond", [], TensorProto.BOOL)], [vi("y", None)]))), 3,
+     r"if0.*input 0 \('cond'\) must be a compile-time constant")
+body = helper.make_graph([helper.make_node("Identity", ["c_in"], ["c_out"]), helper.make_node("Add", ["s_in", "x"], ["s_out"])], "body",
+                         [vi("i", [], TensorProto.INT64), vi("c_in", [], TensorProto.BOOL), vi("s_in", [1])], [vi("c_out", [], TensorProto.BOOL), vi("s_out", [1])])
+big_trip = numpy_helper.from_array(np.array(10**9, np.int64), "m")
+loop = helper.make_node("Loop", ["m", "", "x"], ["y"], name="loop0", body=body)
+case("Loop of a billion iterations", run(save("loop_big.onnx", model([loop], [vi("x", [1])], [vi("y", None)], [big_trip]))), 3,
+     r"loop0.*more than 4096 iterations")
+bad_body = helper.make_graph([helper.make_node("Add", ["s_in", "nowhere"], ["s_out"])], "body",
+                             [vi("i", [], TensorProto.INT64), vi("c_in", [], TensorProto.BOOL), vi("s_in", [1])], [vi("c_in", [], TensorProto.BOOL), vi("s_out", [1])])
+loop2 = helper.make_node("Loop", ["m", "", "x"], ["y"], name="loop1", body=bad_body)
+case("Loop body reading an undefined value", run(save("loop_undef.onnx", model([loop2], [vi("x", [1])], [vi("y", None)],
+                                                                              [numpy_helper.from_array(np.array(2, np.int64), "m")]))), 2,
+     r"input 'nowhere' of node 'loop1' \(Loop\) has no producer")
+nested = branch("t", 1.0)
+for _ in range(20):
+    nested = helper.make_graph([helper.make_node("If", ["cond"], ["t"], then_branch=nested, else_branch=branch("t", 0.0))], "n", [], [vi("t", [1])])
+case("subgraphs nested 20 deep", run(save("nested.onnx", model([helper.make_node("If", ["cond"], ["y"], name="top", then_branch=nested, else_branch=branch("y", 0.0))],
+                                                                [vi("cond", [], TensorProto.BOOL)], [vi("y", None)]))), 2, r"nested more than 16 deep")
+
 # regressions found by fuzzing (scripts/fuzz.sh)
 case("fuzz: binary op with one input", run(single("mul1.onnx", helper.make_node("Mul", ["x"], ["y"], name="mul1"), [vi("x", [2])])), 2,
      r"mul1.*needs at least 2 inputs")
