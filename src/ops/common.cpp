@@ -69,6 +69,11 @@ void require_float(LowerCtx& c, int i) {
         c.fail_unsupported(std::string("device tensors of dtype ") + dtype_name(c.dtype(i)) + " are not supported (only float32 and bool)");
 }
 
+void require_index(OpCtx& c, int i) {
+    if (c.has(i) && (dtype_is_float(c.dtype(i)) || c.dtype(i) == DType::Bool || c.dtype(i) == DType::Undefined))
+        c.fail("input " + std::to_string(i) + " ('" + c.in(i).name + "') holds indices and must be an integer tensor, not " + dtype_name(c.dtype(i)));
+}
+
 Tensor eval_elementwise(OpCtx& c, DType out_type, const FloatFn& ff, const IntFn& fi) {
     Shape out = broadcast_all(c);
     std::vector<const Tensor*> ins;

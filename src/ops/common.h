@@ -30,6 +30,8 @@ ggml_tensor* gather_flat(LowerCtx& c, ggml_tensor* x, const Shape& s, const std:
 // Input i broadcast to the shape of output 0, contiguous: the operand of the custom
 // elementwise kernels (o2g_kernels.h), which take same-shape inputs.
 ggml_tensor* expand_to_out(LowerCtx& c, int i);
+// Shape-rule check: input i (when present) is an integer tensor of indices.
+void require_index(OpCtx& c, int i);
 // Device operand check: float32 (or bool held as float) device tensors only.
 void require_float(LowerCtx& c, int i);
 

@@ -88,6 +88,7 @@ void register_scatter(Registry& r) {
         d.op_type = op;
         d.min_inputs = 3;
         d.infer = [](OpCtx& c) {
+            require_index(c, 1);
             if (c.rank(1) != c.rank(0) || c.shape(2) != c.shape(1)) c.fail("indices and updates must have one shape, of the data's rank");
             c.set_out(0, c.dtype(0), c.shape(0));
         };
@@ -115,6 +116,7 @@ void register_scatter(Registry& r) {
     d.op_type = "ScatterND";
     d.min_inputs = 3;
     d.infer = [](OpCtx& c) {
+        require_index(c, 1);
         const Shape &s = c.shape(0), &is = c.shape(1), &us = c.shape(2);
         if (is.empty() || is.back() > int64_t(s.size())) c.fail("indices' last dim exceeds the data's rank");
         Shape want(is.begin(), is.end() - 1);

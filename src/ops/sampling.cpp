@@ -113,6 +113,7 @@ void register_roialign(Registry& r) {
     d.op_type = "RoiAlign";
     d.min_inputs = 3;
     d.infer = [](OpCtx& c) {
+        require_index(c, 2);
         const Shape &x = c.shape(0), &rois = c.shape(1), &bi = c.shape(2);
         if (x.size() != 4 || rois.size() != 2 || rois[1] != 4 || bi != Shape{rois[0]})
             c.fail("expects X [N,C,H,W], rois [R,4], batch_indices [R], got " + shape_str(x) + ", " + shape_str(rois) + ", " + shape_str(bi));
@@ -190,6 +191,7 @@ void register_maxunpool(Registry& r) {
     d.host_inputs = {2};
     d.infer = [](OpCtx& c) {
         const Shape& x = c.shape(0);
+        require_index(c, 1);
         if (x.size() < 3 || c.shape(1) != x) c.fail("X must have rank >= 3 and I its shape, got " + shape_str(x) + " and " + shape_str(c.shape(1)));
         size_t nsp = x.size() - 2;
         std::vector<int64_t> k = c.ais("kernel_shape"), s = c.ais("strides", std::vector<int64_t>(nsp, 1)),

@@ -692,7 +692,10 @@ void register_shape_ops(Registry& r) {
             }
             return idx;
         };
-        d.infer = [out_shape](OpCtx& c) { c.set_out(0, c.dtype(0), out_shape(c)); };
+        d.infer = [out_shape](OpCtx& c) {
+            require_index(c, 1);
+            c.set_out(0, c.dtype(0), out_shape(c));
+        };
         d.eval = [out_shape, norm_indices](OpCtx& c) {
             const Shape& s = c.shape(0);
             int a = c.axis(c.ai("axis", 0), int(s.size()));
@@ -880,6 +883,7 @@ void register_shape_ops(Registry& r) {
         d.op_type = "GatherElements";
         d.host_inputs = {1};
         d.infer = [](OpCtx& c) {
+            require_index(c, 1);
             if (c.rank(1) != c.rank(0)) c.fail("indices must have the rank of the data");
             c.set_out(0, c.dtype(0), c.shape(1));
         };
@@ -894,7 +898,10 @@ void register_shape_ops(Registry& r) {
         OpDef d;
         d.op_type = "GatherND";
         d.host_inputs = {1};
-        d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(0), gather_nd_shape(c)); };
+        d.infer = [](OpCtx& c) {
+            require_index(c, 1);
+            c.set_out(0, c.dtype(0), gather_nd_shape(c));
+        };
         d.eval = [](OpCtx& c) { c.set_const(0, gather_host(c, gather_nd_index(c), gather_nd_shape(c))); };
         d.lower = [](Lc& c) {
             require_float(c, 0);

@@ -306,6 +306,9 @@ case("fuzz: Reshape target whose dims overflow int64 with a -1",
      run(single("reshape_ovf.onnx", helper.make_node("Reshape", ["x", "s"], ["y"], name="rov"), [vi("x", [2, 3])],
                 [numpy_helper.from_array(np.array([434110461, 8796093022207, -1], np.int64), "s")])), 2,
      r"rov.*more elements than int64 holds")
+case("fuzz: Gather with float indices from a graph input (ggml_get_rows assert)",
+     ["compile", save("gatherf.onnx", model([helper.make_node("Gather", ["x", "b"], ["y"], name="gf")], [vi("x", [3, 2]), vi("b", [2])], [vi("y", None)])),
+      "-o", path("gatherf_out")], 2, r"gf.*holds indices and must be an integer tensor, not float32")
 case("fuzz: InstanceNormalization of a 1-D input", run(single("inorm1.onnx", helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"], name="in1"),
                                                             [vi("x", [4])], [numpy_helper.from_array(np.ones((4,), np.float32), n) for n in "sb"])), 2,
      r"in1.*rank >= 2")
