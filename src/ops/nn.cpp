@@ -473,7 +473,7 @@ void eval_conv_transpose(OpCtx& c) {
 }
 
 // MaxPool (with its Indices output) and AveragePool, any number of spatial dims, dilations.
-void eval_pool(OpCtx& c, bool is_max) {
+void eval_pool(OpCtx& c, bool is_max, bool lp = false) {
     Geometry g = conv_geometry(c, c.ais("kernel_shape"), c.ai("ceil_mode", 0) != 0);
     const Shape& xs = c.shape(0);
     int64_t NC = xs[0] * xs[1], isz = prod(g.in), osz = prod(g.out);
@@ -500,13 +500,16 @@ void eval_pool(OpCtx& c, bool is_max) {
                 }
                 double v = x[size_t(nc * isz + f)];
                 ++count;
-                if (is_max) {
+                if (lp) {
+                    acc += std::pow(std::fabs(v), double(c.ai("p", 2)));
+                } else if (is_max) {
                     if (best < 0 || v > acc) { acc = v; best = col_major ? fc : f; }
                 } else {
                     acc += v;
                 }
             });
-            if (!is_max) acc = count ? acc / double(include_pad ? padded : count) : 0.0;
+            if (lp) acc = std::pow(acc, 1.0 / double(c.ai("p", 2)));
+            else if (!is_max) acc = count ? acc / double(include_pad ? padded : count) : 0.0;
             y.setf(nc * osz + op, acc);
             ind.seti(nc * osz + op, nc * isz + std::max<int64_t>(best, 0));
         });
@@ -548,6 +551,41 @@ void register_conv_pool(Registry& r) {
         d.eval = [mx](OpCtx& c) { eval_pool(c, mx); };
         d.work = [](OpCtx& c) { return double(shape_numel(c.out(0).shape)) * double(shape_numel(c.ais("kernel_shape"))); };
         d.lower = [mx](Lc& c) { lower_pool(c, mx); };
+        r.add(d);
+    }
+    {
+        OpDef d;  // (sum |x|^p)^(1/p) over each window: host evaluation only (ggml has no such pool)
+        d.op_type = "LpPool";
+        d.infer = [](OpCtx& c) {
+            if (c.ai("p", 2) <= 0) c.fail("p must be positive");
+            infer_pool(c);
+        };
+        d.eval = [](OpCtx& c) { eval_pool(c, false, true); };
+        d.work = [](OpCtx& c) { return double(shape_numel(c.out(0).shape)) * double(shape_numel(c.ais("kernel_shape"))); };
+        r.add(d);
+    }
+    {
+        OpDef d;
+        d.op_type = "GlobalLpPool";
+        d.infer = [](OpCtx& c) {
+            Shape o = c.shape(0);
+            if (o.size() < 3) c.fail("input must have rank >= 3, got " + shape_str(o));
+            if (c.ai("p", 2) <= 0) c.fail("p must be positive");
+            for (size_t i = 2; i < o.size(); ++i) o[i] = 1;
+            c.set_out(0, c.dtype(0), o);
+        };
+        d.eval = [](OpCtx& c) {
+            const Tensor& x = c.cval(0);
+            int64_t nc = c.shape(0)[0] * c.shape(0)[1], sp = x.numel() / std::max<int64_t>(1, nc);
+            double p = double(c.ai("p", 2));
+            Tensor y = Tensor::zeros(x.dtype, c.out(0).shape);
+            for (int64_t i = 0; i < nc; ++i) {
+                double acc = 0;
+                for (int64_t k = 0; k < sp; ++k) acc += std::pow(std::fabs(x.getf(i * sp + k)), p);
+                y.setf(i, std::pow(acc, 1.0 / p));
+            }
+            c.set_const(0, y);
+        };
         r.add(d);
     }
     for (bool mx : {false, true}) {
@@ -701,6 +739,60 @@ void register_norm(Registry& r) {
 
 // Internal ops of the normalization fusions (src/passes/fuse_norm.cpp).
 void register_fused_norm(Registry& r) {
+    {
+        OpDef d;  // GroupNormalization(x [N, C, ...], scale, bias; num_groups, epsilon): per group before opset 21, per channel from 21
+        d.op_type = "GroupNormalization";
+        d.min_inputs = 3;
+        d.host_inputs = {1, 2};
+        auto per_channel = [](OpCtx& c, int i) {  // scale/bias as per-channel values
+            const Shape& s = c.shape(0);
+            int64_t C = s.size() > 1 ? s[1] : 0, G = c.ai("num_groups", 0);
+            if (G <= 0 || C % G != 0) c.fail("num_groups " + std::to_string(G) + " does not divide the " + std::to_string(C) + " channels");
+            std::vector<float> v = c.cval(i).to_f32(), r(static_cast<size_t>(C), 0.f);
+            if (int64_t(v.size()) == C && (c.opset() >= 21 || C == G)) return v;
+            if (int64_t(v.size()) != G) c.fail("scale/bias of " + std::to_string(v.size()) + " values for " + std::to_string(G) + " groups");
+            for (int64_t ch = 0; ch < C; ++ch) r[size_t(ch)] = v[size_t(ch / (C / G))];
+            return r;
+        };
+        d.infer = [per_channel](OpCtx& c) {
+            if (c.rank(0) < 3) c.fail("input must have rank >= 3");
+            per_channel(c, 1);
+            per_channel(c, 2);
+            infer_same(c);
+        };
+        d.eval = [per_channel](OpCtx& c) {
+            const Tensor& x = c.cval(0);
+            const Shape& s = c.shape(0);
+            int64_t N = s[0], C = s[1], G = c.ai("num_groups", 0), sp = x.numel() / std::max<int64_t>(1, N * C), gsz = C / G * sp;
+            double eps = c.af("epsilon", 1e-5f);
+            auto sc = per_channel(c, 1), bi = per_channel(c, 2);
+            Tensor y = Tensor::zeros(x.dtype, s);
+            for (int64_t n = 0; n < N; ++n)
+                for (int64_t g = 0; g < G; ++g) {
+                    int64_t base = (n * G + g) * gsz;
+                    double m = 0, v = 0;
+                    for (int64_t i = 0; i < gsz; ++i) m += x.getf(base + i);
+                    m /= double(gsz);
+                    for (int64_t i = 0; i < gsz; ++i) v += (x.getf(base + i) - m) * (x.getf(base + i) - m);
+                    double inv = 1 / std::sqrt(v / double(gsz) + eps);
+                    for (int64_t i = 0; i < gsz; ++i) {
+                        int64_t ch = g * (C / G) + i / sp;
+                        y.setf(base + i, (x.getf(base + i) - m) * inv * sc[size_t(ch)] + bi[size_t(ch)]);
+                    }
+                }
+            c.set_const(0, y);
+        };
+        d.lower = [per_channel](Lc& c) {  // ggml_group_norm + the per-channel affine
+            require_float(c, 0);
+            const Shape& s = c.shape(0);
+            int64_t N = s[0], C = s[1], S = shape_numel(s) / std::max<int64_t>(1, N * C);
+            ggml_tensor* y = G(c.b, ggml_group_norm, c.reshape(c.x(0), {N, C, 1, S}), int(c.ai("num_groups", 1)), c.af("epsilon", 1e-5f));
+            y = G(c.b, ggml_mul, y, c.constant(Tensor::from_f32(per_channel(c, 1), {C, 1, 1})));
+            y = G(c.b, ggml_add, y, c.constant(Tensor::from_f32(per_channel(c, 2), {C, 1, 1})));
+            c.set(0, c.reshape(y, s));
+        };
+        r.add(d);
+    }
     {
         OpDef d;  // o2g.GroupNorm(x [N, C, ...], gamma?, beta?; num_groups, epsilon)
         d.op_type = "o2g.GroupNorm";
@@ -908,6 +1000,29 @@ void register_softmax_misc(Registry& r) {
         OpDef d;
         d.op_type = logsm ? "LogSoftmax" : "Softmax";
         d.infer = infer_same;
+        d.eval = [logsm](OpCtx& c) {  // host evaluation (float64/float16 tensors, folding)
+            const Shape& s = c.shape(0);
+            int a = c.axis(c.ai("axis", c.opset() < 13 ? 1 : -1), c.rank(0));
+            int64_t n = 1, inner = 1, outer = 1;  // opset < 13: over all dims from `axis` (a 2-D view)
+            if (c.opset() < 13) {
+                for (int i = a; i < int(s.size()); ++i) n *= s[size_t(i)];
+            } else {
+                n = s[size_t(a)];
+                for (size_t i = size_t(a) + 1; i < s.size(); ++i) inner *= s[i];
+            }
+            outer = shape_numel(s) / std::max<int64_t>(1, n * inner);
+            const Tensor& x = c.cval(0);
+            Tensor y = Tensor::zeros(x.dtype, s);
+            for (int64_t o = 0; o < outer; ++o)
+                for (int64_t in = 0; in < inner; ++in) {
+                    auto at = [&](int64_t j) { return (o * n + j) * inner + in; };
+                    double mx = -INFINITY, sum = 0;
+                    for (int64_t j = 0; j < n; ++j) mx = std::max(mx, x.getf(at(j)));
+                    for (int64_t j = 0; j < n; ++j) sum += std::exp(x.getf(at(j)) - mx);
+                    for (int64_t j = 0; j < n; ++j) y.setf(at(j), logsm ? x.getf(at(j)) - mx - std::log(sum) : std::exp(x.getf(at(j)) - mx) / sum);
+                }
+            c.set_const(0, y);
+        };
         d.lower = [logsm](Lc& c) {
             int a = c.axis(c.ai("axis", c.opset() < 13 ? 1 : -1), c.rank(0));
             c.set(0, softmax_axis(c, c.x(0), c.shape(0), a, logsm, c.opset() < 13));
@@ -1050,6 +1165,8 @@ struct ResizePlan {
     double cubic_a = -0.75;
     bool from_scales = true;  // output size came from scales (align_corners then uses in * scale)
     bool exclude_outside = false;
+    std::vector<double> roi;   // tf_crop_and_resize: [starts..., ends...] (normalized)
+    double extrapolation = 0;  // tf_crop_and_resize: the value outside the input
 };
 
 ResizePlan resize_plan(OpCtx& c) {
@@ -1082,7 +1199,12 @@ ResizePlan resize_plan(OpCtx& c) {
         if (c.opset() >= 18 && (c.has(4) || c.ai("antialias", 0) != 0 || c.as("keep_aspect_ratio_policy", "stretch") != "stretch"))
             c.fail_unsupported("Resize axes/antialias/keep_aspect_ratio_policy are not supported yet");
     }
-    if (p.coord == "tf_crop_and_resize") c.fail_unsupported("Resize coordinate_transformation_mode tf_crop_and_resize");
+    if (p.coord == "tf_crop_and_resize") {
+        if (!c.has(1)) c.fail("tf_crop_and_resize needs the roi input");
+        for (auto v : c.cval(1).to_f32()) p.roi.push_back(v);
+        if (int(p.roi.size()) != 2 * rk) c.fail("roi has " + std::to_string(p.roi.size()) + " values for rank " + std::to_string(rk));
+        p.extrapolation = c.af("extrapolation_value", 0.0f);
+    }
     p.out.resize(rk);
     p.scale.resize(rk);
     if (!sizes.empty()) {
@@ -1101,8 +1223,12 @@ ResizePlan resize_plan(OpCtx& c) {
     return p;
 }
 
-double source_coord(const ResizePlan& p, int64_t x, int64_t in, int64_t out, double scale) {
+double source_coord(const ResizePlan& p, int a, int64_t x, int64_t in, int64_t out, double scale) {
     const std::string& m = p.coord;
+    if (m == "tf_crop_and_resize") {
+        double st = p.roi[size_t(a)], en = p.roi[p.roi.size() / 2 + size_t(a)];
+        return out > 1 ? st * double(in - 1) + double(x) * (en - st) * double(in - 1) / double(out - 1) : 0.5 * (st + en) * double(in - 1);
+    }
     if (m == "asymmetric") return x / scale;
     if (m == "align_corners") {
         double len = p.from_scales ? double(in) * scale : double(out);
@@ -1129,11 +1255,19 @@ int64_t nearest_index(const ResizePlan& p, double xo, int64_t in) {
 }
 
 // Interpolation matrix [out, in] for one axis (linear or cubic).
-Tensor interp_matrix(const ResizePlan& p, int64_t in, int64_t out, double scale) {
+// tf_crop_and_resize: whether output x of axis a samples inside the input
+bool inside(const ResizePlan& p, int a, int64_t x, int64_t in, int64_t out, double scale) {
+    if (p.coord != "tf_crop_and_resize") return true;
+    double xo = source_coord(p, a, x, in, out, scale);
+    return xo >= 0 && xo <= double(in - 1);
+}
+
+Tensor interp_matrix(const ResizePlan& p, int a, int64_t in, int64_t out, double scale) {
     Tensor m = Tensor::zeros(DType::F32, {out, in});
     float* w = m.ptr<float>();
     for (int64_t x = 0; x < out; ++x) {
-        double xo = source_coord(p, x, in, out, scale);
+        if (!inside(p, a, x, in, out, scale)) continue;  // extrapolated (added after)
+        double xo = source_coord(p, a, x, in, out, scale);
         if (p.mode == "linear") {
             xo = std::clamp(xo, 0.0, double(in - 1));
             int64_t x0 = int64_t(std::floor(xo)), x1 = std::min(x0 + 1, in - 1);
@@ -1161,6 +1295,32 @@ Tensor interp_matrix(const ResizePlan& p, int64_t in, int64_t out, double scale)
     return m;
 }
 
+// tf_crop_and_resize: y * inside + extrapolation_value * (1 - inside), inside a product over the axes
+ggml_tensor* extrapolate(Lc& c, const ResizePlan& p, ggml_tensor* y) {
+    if (p.coord != "tf_crop_and_resize") return y;
+    const Shape& s = c.shape(0);
+    int rk = int(s.size());
+    Shape ms(static_cast<size_t>(rk), 1);
+    std::vector<std::vector<float>> in_ax(static_cast<size_t>(rk));
+    bool all = true;
+    for (int a = 0; a < rk; ++a) {
+        for (int64_t x = 0; x < p.out[size_t(a)]; ++x) in_ax[size_t(a)].push_back(inside(p, a, x, s[size_t(a)], p.out[size_t(a)], p.scale[size_t(a)]) ? 1.f : 0.f);
+        bool ax_all = std::all_of(in_ax[size_t(a)].begin(), in_ax[size_t(a)].end(), [](float v) { return v == 1.f; });
+        if (!ax_all) ms[size_t(a)] = p.out[size_t(a)];
+        all &= ax_all;
+    }
+    if (all) return y;
+    std::vector<float> mask(size_t(shape_numel(ms)), 1.f), ext(mask.size());
+    auto st = strides_of(ms);
+    for (size_t i = 0; i < mask.size(); ++i) {
+        for (int a = 0; a < rk; ++a)
+            if (ms[size_t(a)] > 1) mask[i] *= in_ax[size_t(a)][size_t((int64_t(i) / st[size_t(a)]) % ms[size_t(a)])];
+        ext[i] = float(p.extrapolation) * (1 - mask[i]);
+    }
+    y = c.binary(LowerCtx::Bin::Mul, y, p.out, c.constant(Tensor::from_f32(mask, ms)), ms);
+    return c.binary(LowerCtx::Bin::Add, y, p.out, c.constant(Tensor::from_f32(ext, ms)), ms);
+}
+
 void lower_resize(Lc& c) {
     ResizePlan p = resize_plan(c);
     const Shape& s = c.shape(0);
@@ -1171,7 +1331,7 @@ void lower_resize(Lc& c) {
         std::vector<std::vector<int64_t>> idx(rk);
         bool fast = true;  // matches ggml's nearest (floor(i * in / out)) on every axis
         for (int a = 0; a < rk; ++a) {
-            for (int64_t i = 0; i < p.out[a]; ++i) idx[a].push_back(nearest_index(p, source_coord(p, i, s[a], p.out[a], p.scale[a]), s[a]));
+            for (int64_t i = 0; i < p.out[a]; ++i) idx[a].push_back(nearest_index(p, source_coord(p, a, i, s[a], p.out[a], p.scale[a]), s[a]));
             bool ident = p.out[a] == s[a];
             for (int64_t i = 0; i < p.out[a]; ++i) ident &= idx[a][i] == i;
             if (ident) { idx[a].clear(); continue; }
@@ -1179,7 +1339,7 @@ void lower_resize(Lc& c) {
             for (int64_t i = 0; i < p.out[a] && floor_rule; ++i) floor_rule &= idx[a][i] == i * s[a] / p.out[a];
             fast &= floor_rule;
         }
-        if (fast) {
+        if (fast && p.coord != "tf_crop_and_resize") {
             auto ne = to_ne(p.out);
             c.set(0, G(c.b, ggml_interpolate, c.cont(x), ne[0], ne[1], ne[2], ne[3], uint32_t(GGML_SCALE_MODE_NEAREST)));
             return;
@@ -1190,7 +1350,7 @@ void lower_resize(Lc& c) {
             x = gather_axis(c, x, cur, a, idx[a]);
             cur[a] = p.out[a];
         }
-        c.set(0, x);
+        c.set(0, extrapolate(c, p, x));
         return;
     }
     // linear / cubic: separable, one matrix product per resized axis
@@ -1199,7 +1359,7 @@ void lower_resize(Lc& c) {
         if (p.out[a] == s[a] && (p.coord == "half_pixel" || p.coord == "asymmetric" || p.coord == "align_corners" ||
                                  p.coord == "pytorch_half_pixel") && p.scale[a] == 1.0)
             continue;
-        ggml_tensor* m = c.constant(interp_matrix(p, s[a], p.out[a], p.scale[a]));  // ne [in, out]
+        ggml_tensor* m = c.constant(interp_matrix(p, a, s[a], p.out[a], p.scale[a]));  // ne [in, out]
         // move axis a last, contract, move back
         std::vector<int64_t> perm;
         for (int i = 0; i < rk; ++i) if (i != a) perm.push_back(i);
@@ -1215,7 +1375,7 @@ void lower_resize(Lc& c) {
         x = c.permute(y, inv);
         cur[a] = p.out[a];
     }
-    c.set(0, c.cont(x));
+    c.set(0, extrapolate(c, p, c.cont(x)));
 }
 
 void register_resize(Registry& r) {

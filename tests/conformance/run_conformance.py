@@ -168,7 +168,6 @@ def write_docs(path, res, table):
           "as PyTorch does (the difference is one bfloat16 ulp).",
           "- **test_castlike_\\*BFLOAT16\\***: the test data's `like` input has shape [1] where the model declares [3,4]; "
           "onnx2ggml rejects inputs of the wrong shape (exit 2) by design.",
-          "- **Resize tf_crop_and_resize**: not implemented.",
           "", "## Node cases per operator", "", "| operator | passed / total |", "|---|---|"]
     for op in sorted(per_op):
         p, t = per_op[op]

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Operators the ONNX 1.12 backend test data does not cover (newer opsets, or only in other
+forms), each checked with `onnx2ggml check` against an independent reference (PyTorch or numpy)
+at the op suite's tolerance (rtol 1e-3, atol 1e-7).
+
+usage: extra_ops.py ONNX2GGML WORKDIR
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import torch
+from onnx import TensorProto, helper, numpy_helper
+
+BIN, WORK = sys.argv[1], sys.argv[2]
+os.makedirs(WORK, exist_ok=True)
+rng = np.random.default_rng(0)
+failures = 0
+
+
+def check(name, node, inputs, ref, inits=(), opset=18):
+    """inputs: name -> array (graph inputs); ref: the expected output 'y'."""
+    vis = [helper.make_tensor_value_info(k, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[v.dtype], v.shape) for k, v in inputs.items()]
+    g = helper.make_graph([node], name, vis, [helper.make_tensor_value_info("y", TensorProto.UNDEFINED, None)], list(inits))
+    path = os.path.join(WORK, name + ".onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]), path)
+    args = [BIN, "check", path]
+    for k, v in inputs.items():
+        np.save(os.path.join(WORK, f"{name}_{k}.npy"), v)
+        args += ["--input", f"{k}={os.path.join(WORK, f'{name}_{k}.npy')}"]
+    np.save(os.path.join(WORK, f"{name}_ref.npy"), np.asarray(ref))
+    args += ["--expect", f"y={os.path.join(WORK, f'{name}_ref.npy')}"]
+    r = subprocess.run(args, capture_output=True, text=True)
+    ok = r.returncode == 0
+    print(("ok   " if ok else "FAIL ") + name + ": " + (r.stdout + r.stderr).strip().splitlines()[-2 if ok else -1])
+    if not ok:
+        global failures
+        failures += 1
+        print(r.stdout + r.stderr)
+
+
+x = rng.standard_normal((2, 6, 5, 4)).astype(np.float32)
+xt = torch.from_numpy(x)
+
+# GroupNormalization: opset 18 scales/biases per group, opset 21 per channel
+sc, bi = rng.standard_normal(3).astype(np.float32), rng.standard_normal(3).astype(np.float32)
+check("groupnorm18", helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=3, epsilon=1e-5), {"x": x},
+      torch.nn.functional.group_norm(xt, 3, torch.from_numpy(np.repeat(sc, 2)), torch.from_numpy(np.repeat(bi, 2)), 1e-5).numpy(),
+      [numpy_helper.from_array(sc, "s"), numpy_helper.from_array(bi, "b")], opset=18)
+sc6, bi6 = rng.standard_normal(6).astype(np.float32), rng.standard_normal(6).astype(np.float32)
+check("groupnorm21", helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2, epsilon=1e-5), {"x": x},
+      torch.nn.functional.group_norm(xt, 2, torch.from_numpy(sc6), torch.from_numpy(bi6), 1e-5).numpy(),
+      [numpy_helper.from_array(sc6, "s"), numpy_helper.from_array(bi6, "b")], opset=21)
+# LpPool / GlobalLpPool
+check("lppool", helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2, 2], p=2, strides=[1, 1]), {"x": x},
+      torch.nn.functional.lp_pool2d(xt, 2, 2, 1).numpy(), opset=17)
+check("globallppool", helper.make_node("GlobalLpPool", ["x"], ["y"], p=3), {"x": x},
+      ((np.abs(x.astype(np.float64)) ** 3).sum(axis=(2, 3), keepdims=True) ** (1 / 3)).astype(np.float32), opset=17)
+# host kernels at run time: integer arithmetic, float64, runtime Gather indices along an inner axis
+a = rng.integers(-1000, 1000, (3, 4)).astype(np.int64)
+b = rng.integers(1, 50, (3, 4)).astype(np.int64)
+check("mod_int64_runtime", helper.make_node("Mod", ["a", "b"], ["y"]), {"a": a, "b": b}, np.mod(a, b), opset=17)
+d = rng.standard_normal((4, 5))
+check("softmax_float64", helper.make_node("Softmax", ["d"], ["y"], axis=-1), {"d": d},
+      torch.softmax(torch.from_numpy(d), -1).numpy(), opset=17)
+idx = rng.integers(-4, 4, (3,)).astype(np.int64)
+check("gather_inner_runtime", helper.make_node("Gather", ["x", "i"], ["y"], axis=3), {"x": x, "i": idx},
+      np.take(x, idx, axis=3), opset=17)
+# Einsum (attention's form) with runtime operands, LSTM against torch.nn.LSTM
+q, k = rng.standard_normal((2, 3, 5, 8)).astype(np.float32), rng.standard_normal((2, 3, 7, 8)).astype(np.float32)
+check("einsum_attention", helper.make_node("Einsum", ["q", "k"], ["y"], equation="bhid,bhjd->bhij"), {"q": q, "k": k},
+      np.einsum("bhid,bhjd->bhij", q, k), opset=17)
+lstm = torch.nn.LSTM(4, 3)
+with torch.no_grad():
+    seq = torch.randn(6, 2, 4)
+    ref, _ = lstm(seq)
+W = lstm.weight_ih_l0.detach().numpy()  # torch gate order i, f, g, o -> ONNX i, o, f, c
+R = lstm.weight_hh_l0.detach().numpy()
+B = np.concatenate([lstm.bias_ih_l0.detach().numpy(), lstm.bias_hh_l0.detach().numpy()])
+reorder = lambda m: np.concatenate([m[0:3], m[9:12], m[3:6], m[6:9]])  # noqa: E731
+Wo, Ro = reorder(W)[None], reorder(R)[None]
+Bo = np.concatenate([reorder(B[:12]), reorder(B[12:])])[None]
+check("lstm_vs_torch", helper.make_node("LSTM", ["x", "W", "R", "B"], ["y"], hidden_size=3), {"x": seq.numpy()},
+      ref.numpy()[:, None], [numpy_helper.from_array(Wo.astype(np.float32), "W"), numpy_helper.from_array(Ro.astype(np.float32), "R"),
+                             numpy_helper.from_array(Bo.astype(np.float32), "B")], opset=14)
+print(f"{failures} failed")
+sys.exit(1 if failures else 0)
