@@ -122,6 +122,7 @@ int main(int argc, char** argv) {
         if (!w[i]) die(weights + ": weight " + n + " is missing");
     }
     ggml_backend_buffer_t wbuf = model::n_weights ? ggml_backend_alloc_ctx_tensors(wctx, backend) : nullptr;
+    if (wbuf) ggml_backend_buffer_set_usage(wbuf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);  // as `run` marks them
     if (model::n_weights) {
         FILE* f = fopen(weights.c_str(), "rb");
         if (!f) die(weights + ": cannot open");

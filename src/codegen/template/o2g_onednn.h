@@ -44,6 +44,14 @@ struct Context {
     using Key = std::vector<int64_t>;
     std::map<Key, dnnl::convolution_forward> convs;
     std::map<Key, dnnl::matmul> matmuls;
+    // depthwise convolutions run in the layout oneDNN picks (blocked: its NCHW depthwise kernel is
+    // a slow reference path); activations are reordered in and out, the (small) kernel once
+    struct Blocked {
+        dnnl::convolution_forward conv;
+        dnnl::memory::desc src, w, dst;  // the primitive's layouts
+        std::map<const void*, dnnl::memory> weights;  // reordered kernels, by ggml data pointer
+    };
+    std::map<Key, Blocked> blocked;
 };
 
 // CONV_2D (kernel [KW, KH, IC, OC]) and CONV_2D_DW (depthwise, kernel [KW, KH, 1, C]) on NCHW data
@@ -79,6 +87,42 @@ inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, 
     dnnl::memory::desc src_md(src_d, dt::f32, tag::nchw), w_md(w_d, dt::f32, dw ? tag::goihw : tag::oihw), dst_md(dst_d, dt::f32, tag::nchw);
     dnnl::memory::desc b_md({dst_d[1]}, dt::f32, tag::x);
     Context::Key key = {dw, src_d[0], src_d[1], src_d[2], src_d[3], dst_d[1], k->ne[1], k->ne[0], p[0], p[1], p[2], p[3], p[4], p[5], bias != nullptr};
+    // Blocked layouts (reorders in and out, a reordered copy of the kernel) pay off on large
+    // activation maps; on small ones the kernel copy would cost memory for little gain.
+    if (dw || x->ne[0] * x->ne[1] >= 4096) {
+        auto bt = c.blocked.find(key);
+        if (bt == c.blocked.end()) {
+            dnnl::memory::desc any_src(src_d, dt::f32, tag::any), any_w(w_d, dt::f32, tag::any), any_dst(dst_d, dt::f32, tag::any);
+            auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                                             any_src, any_w, b_md, any_dst, strides, dil, pads, pads)
+                          : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                                             any_src, any_w, any_dst, strides, dil, pads, pads);
+            dnnl::convolution_forward::primitive_desc pd(d, c.eng);
+            bt = c.blocked.emplace(key, Context::Blocked{dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(), {}}).first;
+        }
+        Context::Blocked& b = bt->second;
+        dnnl::memory xm(src_md, c.eng, x->data), ym(dst_md, c.eng, out);
+        // a weight's reordered copy is kept; a kernel computed at run time is reordered every time
+        bool is_weight = k->buffer && ggml_backend_buffer_get_usage(k->buffer) == GGML_BACKEND_BUFFER_USAGE_WEIGHTS;
+        auto wt = is_weight ? b.weights.find(k->data) : b.weights.end();
+        dnnl::memory wb;
+        if (wt != b.weights.end()) {
+            wb = wt->second;
+        } else {
+            dnnl::memory wsrc(w_md, c.eng, k->data);
+            wb = b.w == w_md ? wsrc : dnnl::memory(b.w, c.eng);
+            if (wb != wsrc) dnnl::reorder(wsrc, wb).execute(c.strm, wsrc, wb);
+            if (is_weight) b.weights.emplace(k->data, wb);
+        }
+        dnnl::memory bx = b.src == src_md ? xm : dnnl::memory(b.src, c.eng), by = b.dst == dst_md ? ym : dnnl::memory(b.dst, c.eng);
+        if (bx != xm) dnnl::reorder(xm, bx).execute(c.strm, xm, bx);
+        std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, bx}, {DNNL_ARG_WEIGHTS, wb}, {DNNL_ARG_DST, by}};
+        if (bias) args[DNNL_ARG_BIAS] = dnnl::memory(b_md, c.eng, bias->data);
+        b.conv.execute(c.strm, args);
+        if (by != ym) dnnl::reorder(by, ym).execute(c.strm, by, ym);
+        c.strm.wait();
+        return;
+    }
     auto it = c.convs.find(key);
     if (it == c.convs.end()) {
         auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
