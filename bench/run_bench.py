@@ -128,12 +128,15 @@ def main():
         "## Where the time goes",
         "",
         "`onnx2ggml run MODEL --profile` prints the time per ggml op and backend. On these models with `auto`, "
-        "convolutions (oneDNN, plain NCHW/OIHW layouts: a gemm-based convolution with no reorder and no second copy of "
-        "the weights) take 70-85% of the VAE's time; the rest is ggml's CPU kernels for GroupNorm, SiLU, the residual "
+        "convolutions take 70-85% of the VAE's time: oneDNN's direct convolution, in plain NCHW/OIHW layouts on small "
+        "maps (no reorder, no second copy of the weights) and, for depthwise convolutions and maps of 64x64 or more, "
+        "in oneDNN's blocked layouts (activations reordered in and out per convolution, a reordered copy of the "
+        "kernel kept: the difference in peak RSS); the rest is ggml's CPU kernels for GroupNorm, SiLU, the residual "
         "adds and the GroupNorm affine. The UNet's and CLIP's time is mostly matrix products (oneDNN matmul) and "
         "softmax. What ONNX Runtime does that onnx2ggml does not yet: blocked (NCHWc) activation layouts kept across "
-        "consecutive convolutions, activations fused into the convolutions, and for the small mobilenet_v2 no "
-        "per-node dispatch cost (each switch between the oneDNN and CPU backends is a scheduler split).",
+        "consecutive convolutions (no reorder between them), activations fused into the convolutions, and for the "
+        "small mobilenet_v2 no per-node dispatch cost (each switch between the oneDNN and CPU backends is a "
+        "scheduler split).",
         "",
     ]
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
