@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The sanitizer run: builds onnx2ggml and the unit tests with ASan+UBSan (CMake preset
-# `asan`, ggml included) and runs the unit tests, the robustness corpus, a subset of the
-# conformance suite and the example model under them. Any sanitizer report fails the run.
+# `asan`, ggml included) and runs the unit tests, the robustness corpus, the whole conformance
+# suite (host kernels included), the extra op tests and the example model under them. Any sanitizer report fails the run.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -11,8 +11,8 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=$here/tests/sanitizers/ubsan.supp
 ./build-asan/tests/unit_tests
 /usr/bin/python3 tests/robustness/robustness.py build-asan/onnx2ggml build-asan/robustness-work | tail -1
-/usr/bin/python3 tests/conformance/run_conformance.py build-asan/onnx2ggml --suites simple,pytorch-operator,pytorch-converted \
-  --expect tests/conformance/expected_pass.txt | tail -2
+/usr/bin/python3 tests/conformance/run_conformance.py build-asan/onnx2ggml --expect tests/conformance/expected_pass.txt | tail -2
+/usr/bin/python3 tests/ops/extra_ops.py build-asan/onnx2ggml build-asan/extra-ops-work | tail -1
 ex=examples/tinycnn
 ./build-asan/onnx2ggml check "$ex/model.onnx" --input "input=$ex/input.npy" --expect "output=$ex/expected.npy" --atol 1e-5
 echo "asan: clean"

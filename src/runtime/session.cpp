@@ -96,6 +96,7 @@ void Session::init(const SessionOptions& opts) {
             w.host = Tensor();
         }
     }
+    if (ggml_graph_n_nodes(bg_->gf) == 0) return;  // nothing to compute: every output is empty
     ggml_backend_t backends[2] = {backend_, cpu_};
     sched_ = ggml_backend_sched_new(backends, nullptr, cpu_ ? 2 : 1, bg_->graph_size, false, true);
     // the largest single tensor is a lower bound of the compute memory: check it before reserving
@@ -138,6 +139,7 @@ struct Session::Prof {
 };
 
 void Session::set_profile(bool on) {
+    if (!sched_) return;  // nothing is computed
     if (on) {
         prof_ = std::make_unique<Prof>();
         prof_->sched = sched_;
@@ -210,7 +212,7 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) {
             ggml_backend_tensor_set(gt, i32.data(), 0, ggml_nbytes(gt));
         }
     }
-    if (ggml_backend_sched_graph_compute(sched_, bg_->gf) != GGML_STATUS_SUCCESS) fail(kExitInternal, "graph compute failed");
+    if (sched_ && ggml_backend_sched_graph_compute(sched_, bg_->gf) != GGML_STATUS_SUCCESS) fail(kExitInternal, "graph compute failed");
     for (auto& k : bg_->b->host_kernels) {  // a host kernel that failed (e.g. an index out of range in the data)
         std::lock_guard<std::mutex> l(k->m);
         if (!k->error.empty()) {
