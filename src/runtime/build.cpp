@@ -32,6 +32,12 @@ std::unique_ptr<BuiltGraph> build_graph(Graph& g, bool record, bool f16_weights)
             tensors *= 4;
             continue;
         }
+        // the graph object comes last in the compute context: grow the contexts if the lowering left no room
+        if (ggml_used_mem(bg->cctx) + ggml_graph_overhead_custom(bg->graph_size, false) > ggml_get_mem_size(bg->cctx)) {
+            if (tensors >= (size_t(1) << 24)) unsupported(g.path + ": the lowered ggml graph has more than 16M tensors");
+            tensors *= 4;
+            continue;
+        }
         bg->gf = ggml_new_graph_custom(bg->cctx, bg->graph_size, false);
         for (ggml_tensor* t : bg->b->outputs)
             if (t) ggml_build_forward_expand(bg->gf, t);

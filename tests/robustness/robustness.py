@@ -309,6 +309,9 @@ case("fuzz: Reshape target whose dims overflow int64 with a -1",
 case("fuzz: Gather with float indices from a graph input (ggml_get_rows assert)",
      ["compile", save("gatherf.onnx", model([helper.make_node("Gather", ["x", "b"], ["y"], name="gf")], [vi("x", [3, 2]), vi("b", [2])], [vi("y", None)])),
       "-o", path("gatherf_out")], 2, r"gf.*holds indices and must be an integer tensor, not float32")
+case("fuzz: DepthToSpace of 111 images (the lowering filled the context the graph object needs)",
+     ["compile", save("d2s.onnx", model([helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=2, mode="CRD")], [vi("x", [111, 8, 3, 3])],
+                                        [vi("y", None)])), "-o", path("d2s_out")], 0, r"wrote .*model\.cpp")
 case("fuzz: InstanceNormalization of a 1-D input", run(single("inorm1.onnx", helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"], name="in1"),
                                                             [vi("x", [4])], [numpy_helper.from_array(np.ones((4,), np.float32), n) for n in "sb"])), 2,
      r"in1.*rank >= 2")
