@@ -69,6 +69,16 @@ void require_float(LowerCtx& c, int i) {
         c.fail_unsupported(std::string("device tensors of dtype ") + dtype_name(c.dtype(i)) + " are not supported (only float32 and bool)");
 }
 
+Attr int_attr(int64_t v) { Attr a; a.kind = Attr::Int; a.i = v; return a; }
+Attr ints_attr(std::vector<int64_t> v) { Attr a; a.kind = Attr::Ints; a.ints = std::move(v); return a; }
+
+Node axes_node(OpCtx& c, const std::string& op, int x, int64_t axis, int out) {
+    if (c.graph().opset("") >= 13) return c.make_node(op, {x, c.new_const(Tensor::from_i64({axis}, {1}), c.node().name + "_axes")}, {out});
+    Node n = c.make_node(op, {x}, {out});
+    n.attrs["axes"] = ints_attr({axis});
+    return n;
+}
+
 void require_index(OpCtx& c, int i) {
     if (c.has(i) && (dtype_is_float(c.dtype(i)) || c.dtype(i) == DType::Bool || c.dtype(i) == DType::Undefined))
         c.fail("input " + std::to_string(i) + " ('" + c.in(i).name + "') holds indices and must be an integer tensor, not " + dtype_name(c.dtype(i)));

@@ -41,6 +41,12 @@ std::vector<double> conv_host(OpCtx& c, const Shape& ws, const std::vector<doubl
 // Conv's output shape for input 0 and a weight of shape ws (checks the attributes).
 Shape conv_output_shape(OpCtx& c, const Shape& ws);
 
+// Building nodes for ops that rewrite themselves (sequences, control flow): attributes, and an
+// Unsqueeze/Squeeze of `x` at `axis` in the form of the graph's opset (axes an input from 13).
+Attr int_attr(int64_t v);
+Attr ints_attr(std::vector<int64_t> v);
+Node axes_node(OpCtx& c, const std::string& op, int x, int64_t axis, int out);
+
 // Strides of a row-major shape (elements).
 std::vector<int64_t> strides_of(const Shape& s);
 // A host tensor broadcast (numpy rules) to shape `to` (a copy; `to` must be a broadcast of t's shape).

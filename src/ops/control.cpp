@@ -15,8 +15,6 @@ namespace {
 
 constexpr int64_t kMaxUnroll = 4096;
 
-Attr int_attr(int64_t v) { Attr a; a.kind = Attr::Int; a.i = v; return a; }
-Attr ints_attr(std::vector<int64_t> v) { Attr a; a.kind = Attr::Ints; a.ints = std::move(v); return a; }
 
 const Graph& subgraph(OpCtx& c, const std::string& name) {
     auto it = c.node().attrs.find(name);
@@ -95,14 +93,6 @@ std::vector<Node> inline_graph(OpCtx& c, const Graph& sub, const std::vector<int
 
 Node identity(OpCtx& c, int from, int to) { return c.make_node("Identity", {from}, {to}); }
 
-// Unsqueeze (axes input from opset 13, attribute before)
-Node unsqueeze(OpCtx& c, int x, int64_t axis, int out) {
-    if (c.graph().opset("") >= 13) return c.make_node("Unsqueeze", {x, c.new_const(Tensor::from_i64({axis}, {1}), c.node().name + "_axes")}, {out});
-    Node n = c.make_node("Unsqueeze", {x}, {out});
-    n.attrs["axes"] = ints_attr({axis});
-    return n;
-}
-
 // Stacks `parts` along a new `axis` into `out` (reversed when `reverse`).
 void stack(OpCtx& c, std::vector<int> parts, int64_t axis, bool reverse, int out, std::vector<Node>& nodes) {
     if (parts.empty()) c.fail_unsupported("a scan output of zero iterations (an empty tensor)");
@@ -110,7 +100,7 @@ void stack(OpCtx& c, std::vector<int> parts, int64_t axis, bool reverse, int out
     std::vector<int> us;
     for (int p : parts) {
         int u = c.graph().new_value(c.node().name + "_scan");
-        nodes.push_back(unsqueeze(c, p, axis, u));
+        nodes.push_back(axes_node(c, "Unsqueeze", p, axis, u));
         us.push_back(u);
     }
     Node cat = c.make_node("Concat", us, {out});

@@ -13,22 +13,12 @@ std::vector<int> seq_in(OpCtx& c, int i) {  // a copy: new values may move the g
     return *c.in(i).seq;
 }
 
-Attr int_attr(int64_t v) { Attr a; a.kind = Attr::Int; a.i = v; return a; }
-Attr ints_attr(std::vector<int64_t> v) { Attr a; a.kind = Attr::Ints; a.ints = std::move(v); return a; }
 
 // position input i of a sequence of n elements (negative counts from the end), within [lo, n + hi]
 int64_t seq_pos(OpCtx& c, int i, int64_t n, int64_t def, int64_t hi) {
     int64_t p = c.has(i) ? c.cval(i).geti(0) : def;
     if (p < -n || p > n - 1 + hi) c.fail("position " + std::to_string(p) + " is out of range for a sequence of " + std::to_string(n));
     return p < 0 ? p + n : p;
-}
-
-// Unsqueeze/Squeeze of `x` at `axis`, in the form of the graph's opset (axes input from 13)
-Node axes_node(OpCtx& c, const std::string& op, int x, int64_t axis, int out) {
-    if (c.graph().opset("") >= 13) return c.make_node(op, {x, c.new_const(Tensor::from_i64({axis}, {1}), c.node().name + "_axes")}, {out});
-    Node n = c.make_node(op, {x}, {out});
-    n.attrs["axes"] = ints_attr({axis});
-    return n;
 }
 
 void def(Registry& r, const char* op, std::function<void(OpCtx&)> infer) {
