@@ -6,6 +6,8 @@ usage: check_model.py ONNX2GGML MODELDIR WORKDIR [--no-compile] [--threads N] [-
 MODELDIR holds model.onnx, expected.npy and either input.npy (input named "input") or
 meta.json + in_<name>.npy per input (tests/models/export_sd.py).
 Tolerance: max |run - torch| <= 1e-4 * max |torch| (fp32); 1e-2 with --weights f16.
+WORKDIR is removed when the test passes, its GGUF (3.4 GB for the full UNet) also when it fails;
+--keep keeps both.
 """
 import json
 import argparse
@@ -38,6 +40,7 @@ def main():
     ap.add_argument("--weights", default="f32", choices=["f32", "f16"])
     ap.add_argument("--tol", type=float)
     ap.add_argument("--backend", default="cpu", help="backend of `run` (cpu = pure ggml, auto = fastest)")
+    ap.add_argument("--keep", action="store_true", help="keep WORKDIR after a pass")
     a = ap.parse_args()
     tol = a.tol if a.tol is not None else (TOL if a.weights == "f32" else 1e-2)
     model = os.path.join(a.model_dir, "model.onnx")
@@ -60,8 +63,17 @@ def main():
     err = float(np.abs(got.astype(np.float64) - ref).max() / np.abs(ref).max())
     print(f"run ({a.backend}) vs PyTorch ({a.weights} weights): max error / max |ref| = {err:.3g} (tolerance {tol})")
     assert err <= tol, "run does not match PyTorch"
-    if a.no_compile:
-        return
+    if not a.no_compile:
+        try:
+            check_compiled(a, model, in_args, got)
+        finally:  # pass or fail, the GGUF copy of the weights is the bulk of WORKDIR
+            if not a.keep and os.path.exists(os.path.join(a.work, "gen", "model.gguf")):
+                os.remove(os.path.join(a.work, "gen", "model.gguf"))
+    if not a.keep:
+        shutil.rmtree(a.work, ignore_errors=True)
+
+
+def check_compiled(a, model, in_args, got):
     gen = os.path.join(a.work, "gen")
     sh([a.bin, "compile", model, "-o", gen, "--weights", a.weights])
     cfg = ["cmake", "-S", gen, "-B", os.path.join(gen, "build"), "-DCMAKE_BUILD_TYPE=Release"]
