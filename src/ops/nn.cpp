@@ -65,12 +65,6 @@ Geometry conv_geometry(OpCtx& c, const std::vector<int64_t>& kernel, bool ceil_m
     return g;
 }
 
-// 1-D spatial tensors are lowered as 2-D with H = 1.
-ggml_tensor* as_2d(Lc& c, ggml_tensor* t, const Shape& s) {
-    if (s.size() == 3) return c.reshape(t, {s[0], s[1], 1, s[2]});
-    return c.reshape(t, s);
-}
-
 ggml_tensor* conv2d_f32(Lc& c, ggml_tensor* w, ggml_tensor* x, int s0, int s1, int p0, int p1, int d0, int d1) {
     // im2col in F32 (ggml_conv_2d would round the input to F16), then one mul_mat; with F16
     // weights (--weights f16) the columns are F16 too, as ggml_mul_mat would convert them anyway

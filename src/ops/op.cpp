@@ -143,6 +143,7 @@ const Registry& Registry::get() {
         register_quant(x);
         register_rnn(x);
         register_signal(x);
+        register_text(x);
         register_sampling(x);
         register_sequence(x);
         register_control(x);

@@ -105,6 +105,7 @@ void register_linalg(Registry& r);
 void register_quant(Registry& r);
 void register_rnn(Registry& r);
 void register_signal(Registry& r);
+void register_text(Registry& r);
 void register_sampling(Registry& r);
 void register_sequence(Registry& r);
 void register_control(Registry& r);

@@ -70,7 +70,7 @@ void specialize(Graph& g, const CompileOptions& opts, std::vector<UnsupportedOp>
         if (!def) {
             std::string why = n.domain.rfind("local-function:", 0) == 0 ? "model-local functions are not supported yet"
                             : (n.domain.empty() ? "operator not implemented" : "unknown domain '" + n.domain + "'");
-            bad.push_back({n.op_type, n.name, n.domain, why, c.opset()});
+            bad.push_back({n.op_type, n.name, n.domain, why, c.opset(), ""});
             continue;
         }
         bool known = true, all_const = true;
@@ -118,7 +118,7 @@ void specialize(Graph& g, const CompileOptions& opts, std::vector<UnsupportedOp>
         }
     }
     for (int id : g.outputs)
-        if (g.values[id].seq) bad.push_back({"", "", "", "graph output '" + g.values[id].name + "' is a sequence: onnx2ggml outputs tensors only", 0});
+        if (g.values[id].seq) bad.push_back({"", "", "", "graph output '" + g.values[id].name + "' is a sequence: onnx2ggml outputs tensors only", 0, ""});
     if (report) { *report = bad; return; }
     throw_unsupported(g, bad);
 }

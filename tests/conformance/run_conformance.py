@@ -159,7 +159,7 @@ def write_docs(path, res, table):
           "inference compiler.",
           "- **Random** (Bernoulli, RandomUniformLike, Dropout in training mode with a ratio > 0): the reference values come "
           "from numpy's generator; no implementation can reproduce them.",
-          "- **Strings** (StringNormalizer, TfIdfVectorizer, Cast to/from string): ggml tensors hold numbers.",
+          "- **Strings** (StringNormalizer, Cast to/from string): ggml tensors hold numbers.",
           "- **Sequence, optional or string graph inputs/outputs**: onnx2ggml resolves sequences at compile time "
           "(`src/ops/sequence.cpp`), so they cannot cross the graph boundary.",
           "- **Values needed at compile time that are float data** (the Loop trip count of "

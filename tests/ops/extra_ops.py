@@ -85,5 +85,30 @@ Bo = np.concatenate([reorder(B[:12]), reorder(B[12:])])[None]
 check("lstm_vs_torch", helper.make_node("LSTM", ["x", "W", "R", "B"], ["y"], hidden_size=3), {"x": seq.numpy()},
       ref.numpy()[:, None], [numpy_helper.from_array(Wo.astype(np.float32), "W"), numpy_helper.from_array(Ro.astype(np.float32), "R"),
                              numpy_helper.from_array(Bo.astype(np.float32), "B")], opset=14)
+# TfIdfVectorizer in IDF and TFIDF modes with weights and a permuted ngram_indexes (the 1.12 data
+# covers TF only); reference: the n-grams listed by brute force over every (start, skip).
+tok = rng.integers(0, 5, (3, 9)).astype(np.int64)
+pool = [[1], [3], [0, 2], [4, 4], [1, 3]]
+w = np.array([0.5, 2.0, 1.5, 3.0, 0.25], np.float32)
+out_idx = [4, 0, 3, 1, 2]
+for mode in ("IDF", "TFIDF"):
+    cnt = np.zeros((3, 5))
+    for r_, row in enumerate(tok):
+        seen = set()
+        for skip in range(3):
+            for st in range(9):
+                for n in (1, 2):
+                    pos = [st + j * (skip + 1) for j in range(n)]
+                    if pos[-1] < 9 and (n > 1 or skip == 0) and (n, tuple(pos)) not in seen:
+                        seen.add((n, tuple(pos)))
+                        g = [int(row[q]) for q in pos]
+                        if g in pool:
+                            cnt[r_, out_idx[pool.index(g)]] += 1
+    wo = np.zeros(5)
+    wo[out_idx] = w
+    ref = ((cnt > 0) if mode == "IDF" else cnt) * wo
+    check(f"tfidf_{mode.lower()}", helper.make_node("TfIdfVectorizer", ["t"], ["y"], mode=mode, min_gram_length=1, max_gram_length=2,
+          max_skip_count=2, ngram_counts=[0, 2], ngram_indexes=out_idx, pool_int64s=[1, 3, 0, 2, 4, 4, 1, 3], weights=w.tolist()),
+          {"t": tok}, ref.astype(np.float32), opset=9)
 print(f"{failures} failed")
 sys.exit(1 if failures else 0)
