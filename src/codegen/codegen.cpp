@@ -94,6 +94,9 @@ EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& 
                             dtype_name(g.values[id].dtype) + ": generated programs take float32, bool, int32 and int64 tensors (`run` takes all)");
     auto bg = build_graph(g, true, f16_weights);
     Builder& b = *bg->b;
+    for (size_t k = 0; k < g.outputs.size(); ++k)
+        if (!b.outputs[k] && shape_numel(g.values[g.outputs[k]].shape) > 0)
+            unsupported(g.path + ": graph output '" + g.values[g.outputs[k]].name + "' is a constant that ggml tensors cannot hold exactly (int64 beyond int32): `run` returns it");
     make_dirs(outdir);
 
     std::ostringstream h;

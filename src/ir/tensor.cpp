@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
+#include <cctype>
+#include <charconv>
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 #include "ggml.h"
@@ -89,6 +91,27 @@ Tensor Tensor::from_f32(const std::vector<float>& v, const Shape& s) {
     return r;
 }
 
+Tensor Tensor::from_strings(std::vector<std::string> v, const Shape& s) {
+    Tensor r;
+    r.dtype = DType::String;
+    r.shape = s;
+    if (int64_t(v.size()) != shape_numel(s)) internal_error("from_strings size mismatch");
+    auto l = std::make_shared<StringList>();
+    l->items = std::move(v);
+    r.buf = l;
+    return r;
+}
+
+const std::vector<std::string>& Tensor::strings() const {
+    auto* l = dynamic_cast<const StringList*>(buf.get());
+    if (dtype != DType::String || !l) internal_error("strings() of a tensor that is not a string tensor");
+    return l->items;
+}
+
+[[noreturn]] static void string_as_number() {
+    unsupported("a string tensor is used as numbers (only StringNormalizer, Cast and CastLike take string tensors)");
+}
+
 static float bf16_to_f32(uint16_t h) {
     uint32_t u = uint32_t(h) << 16;
     float f;
@@ -112,6 +135,7 @@ double Tensor::getf(int64_t i) const {
         case DType::F16: return ggml_fp16_to_fp32(reinterpret_cast<const ggml_fp16_t*>(p)[i]);
         case DType::BF16: return bf16_to_f32(reinterpret_cast<const uint16_t*>(p)[i]);
         case DType::U64: return double(reinterpret_cast<const uint64_t*>(p)[i]);
+        case DType::String: string_as_number();
         default: return double(geti(i));
     }
 }
@@ -127,6 +151,7 @@ int64_t Tensor::geti(int64_t i) const {
         case DType::U16: return reinterpret_cast<const uint16_t*>(p)[i];
         case DType::U32: return reinterpret_cast<const uint32_t*>(p)[i];
         case DType::U64: return int64_t(reinterpret_cast<const uint64_t*>(p)[i]);
+        case DType::String: string_as_number();
         default: {
             double v = getf(i);
             if (std::isnan(v)) return 0;
@@ -145,6 +170,7 @@ void Tensor::setf(int64_t i, double v) {
         case DType::F16: reinterpret_cast<ggml_fp16_t*>(p)[i] = ggml_fp32_to_fp16(float(v)); return;
         case DType::BF16: reinterpret_cast<uint16_t*>(p)[i] = f32_to_bf16(float(v)); return;
         case DType::Bool: p[i] = v != 0; return;
+        case DType::String: string_as_number();
         default: {
             int64_t iv;
             if (std::isnan(v)) iv = 0;
@@ -168,6 +194,7 @@ void Tensor::seti(int64_t i, int64_t v) {
         case DType::U16: reinterpret_cast<uint16_t*>(p)[i] = uint16_t(v); return;
         case DType::U32: reinterpret_cast<uint32_t*>(p)[i] = uint32_t(v); return;
         case DType::U64: reinterpret_cast<uint64_t*>(p)[i] = uint64_t(v); return;
+        case DType::String: string_as_number();
         default: setf(i, double(v));
     }
 }
@@ -184,9 +211,69 @@ std::vector<float> Tensor::to_f32() const {
     return r;
 }
 
+// Numbers as text: integers in decimal; floats with the fewest digits that read back to the same
+// value of their type, laid out as numpy's str() does (the ONNX test data's form): positional for
+// 1e-4 <= |x| < 1e16 ("0.6048455", "100.0"), else scientific ("1e-07"); "NaN", "INF", "-INF".
+static std::string number_text(const Tensor& x, int64_t i) {
+    char b[64];
+    if (!dtype_is_float(x.dtype)) return std::string(b, std::to_chars(b, b + sizeof b, x.geti(i)).ptr);
+    double v = x.getf(i);
+    if (std::isnan(v)) return "NaN";
+    if (std::isinf(v)) return v > 0 ? "INF" : "-INF";
+    char* end = x.dtype == DType::F64 ? std::to_chars(b, b + sizeof b, v, std::chars_format::scientific).ptr
+                                      : std::to_chars(b, b + sizeof b, float(v), std::chars_format::scientific).ptr;
+    std::string sci(b, end);  // [-]d[.ddd]e(+|-)XX
+    size_t e = sci.find('e');
+    int exp = std::atoi(sci.c_str() + e + 1);
+    if (exp < -4 || exp >= 16) return sci;
+    bool neg = sci[0] == '-';
+    std::string digits;
+    for (size_t k = neg ? 1 : 0; k < e; ++k)
+        if (sci[k] != '.') digits += sci[k];
+    std::string ip, fp;
+    if (exp >= 0) {
+        digits.resize(std::max(digits.size(), size_t(exp) + 1), '0');
+        ip = digits.substr(0, size_t(exp) + 1);
+        fp = digits.substr(size_t(exp) + 1);
+    } else {
+        ip = "0";
+        fp = std::string(size_t(-exp - 1), '0') + digits;
+    }
+    return (neg ? "-" : "") + ip + "." + (fp.empty() ? "0" : fp);
+}
+
+// Text as a number: decimal or scientific notation; "INF", "+INF", "-INF", "NaN" in any case.
+static double text_number(const std::string& s) {
+    std::string u;
+    for (char ch : s) u += char(std::toupper(static_cast<unsigned char>(ch)));
+    if (u == "INF" || u == "+INF") return INFINITY;
+    if (u == "-INF") return -INFINITY;
+    if (u == "NAN") return NAN;
+    const char* b = s.c_str();
+    char* e = nullptr;
+    double v = std::strtod(b, &e);
+    if (s.empty() || e != b + s.size()) unsupported("cannot cast the string '" + s.substr(0, 64) + "' to a number");
+    return v;
+}
+
 Tensor Tensor::cast(DType t) const {
     if (t == dtype) return *this;
+    if (t == DType::String) {
+        std::vector<std::string> v(static_cast<size_t>(numel()));
+        for (size_t i = 0; i < v.size(); ++i) v[i] = number_text(*this, int64_t(i));
+        return from_strings(std::move(v), shape);
+    }
     Tensor r = zeros(t, shape);
+    if (dtype == DType::String) {
+        const auto& v = strings();
+        for (size_t i = 0; i < v.size(); ++i) {
+            int64_t k;  // integers exactly, beyond double's 53 bits
+            auto [end, ec] = std::from_chars(v[i].data(), v[i].data() + v[i].size(), k);
+            if (!dtype_is_float(t) && ec == std::errc() && end == v[i].data() + v[i].size()) r.seti(int64_t(i), k);
+            else r.setf(int64_t(i), text_number(v[i]));
+        }
+        return r;
+    }
     int64_t n = numel();
     bool int_path = !dtype_is_float(dtype) && !dtype_is_float(t);
     for (int64_t i = 0; i < n; ++i) {

@@ -37,6 +37,12 @@ std::shared_ptr<Storage> string_storage(std::string&& bytes);      // takes the 
 // released with the last tensor using them). Throws Error(2) naming the file on failure.
 std::shared_ptr<Storage> map_file(const std::string& path, int64_t offset, int64_t length);
 
+// A string tensor (DType::String) is a host value only (ggml holds numbers): its elements are a
+// list of byte strings (UTF-8), kept in a StringList storage with no numeric bytes.
+struct StringList : Storage {
+    std::vector<std::string> items;
+};
+
 struct Tensor {
     DType dtype = DType::Undefined;
     Shape shape;
@@ -46,6 +52,8 @@ struct Tensor {
     static Tensor from_i64(const std::vector<int64_t>& v, const Shape& s);
     static Tensor from_f32(const std::vector<float>& v, const Shape& s);
     static Tensor scalar_i64(int64_t v) { return from_i64({v}, {}); }
+    static Tensor from_strings(std::vector<std::string> v, const Shape& s);
+    const std::vector<std::string>& strings() const;  // the elements of a string tensor
 
     int64_t numel() const { return shape_numel(shape); }
     size_t nbytes() const { return buf ? buf->size : 0; }
@@ -60,7 +68,7 @@ struct Tensor {
     void seti(int64_t i, int64_t v);
     std::vector<int64_t> to_i64() const;
     std::vector<float> to_f32() const;
-    Tensor cast(DType t) const;                 // shares the storage when t == dtype
+    Tensor cast(DType t) const;                 // shares the storage when t == dtype; to/from string as ONNX Cast
     Tensor transposed_last2() const;            // host transpose of the last two dims (a copy)
     Tensor reshaped(const Shape& s) const { Tensor r = *this; r.shape = s; return r; }
 };

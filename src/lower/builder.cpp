@@ -42,7 +42,13 @@ Tensor Weight::data() const {
     switch (t->type) {
         case GGML_TYPE_F32: h = h.cast(DType::F32); break;
         case GGML_TYPE_F16: h = h.cast(DType::F16); break;
-        case GGML_TYPE_I32: if (h.dtype != DType::U32) h = h.cast(DType::I32); break;
+        case GGML_TYPE_I32:
+            if (h.dtype == DType::U32) break;  // held bit for bit
+            for (int64_t i = 0; i < h.numel(); ++i)  // int64 constants are held as int32: never wrap silently
+                if (h.geti(i) < INT32_MIN || h.geti(i) > INT32_MAX)
+                    unsupported("constant '" + onnx_name + "' holds " + std::to_string(h.geti(i)) + ", outside the int32 range ggml computes integers in");
+            h = h.cast(DType::I32);
+            break;
         default:  // held bit for bit (float64, int8/uint8, ...: see ggml_type_for)
             if (dtype_size(h.dtype) != ggml_type_size(t->type)) internal_error(std::string("weight of ggml type ") + ggml_type_name(t->type));
     }

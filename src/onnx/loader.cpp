@@ -73,15 +73,22 @@ std::string confined_path(const Ctx& c, const std::string& loc, const std::strin
 Tensor parse_tensor(const Ctx& c, const onnx::TensorProto& tp, const std::string& what, onnx::TensorProto* steal = nullptr) {
     const std::string tname = tp.name().empty() ? what : tp.name();
     auto err = [&](const std::string& why) { bad_input(c.file + ": tensor '" + tname + "': " + why); };
-    if (!dtype_known(tp.data_type())) {
-        if (tp.data_type() == onnx::TensorProto::STRING) unsupported(c.file + ": tensor '" + tname + "': string tensors are not supported");
+    if (!dtype_known(tp.data_type()) && tp.data_type() != onnx::TensorProto::STRING)
         unsupported(c.file + ": tensor '" + tname + "': data type " + std::to_string(tp.data_type()) + " is not supported");
-    }
     DType dt = DType(tp.data_type());
     Shape shape(tp.dims().begin(), tp.dims().end());
     for (int64_t d : shape)
         if (d < 0) err("negative dimension in " + shape_str(shape));
     int64_t n = shape_numel(shape);
+    if (dt == DType::String) {  // string_data only (raw_data and external data hold numbers)
+        if (tp.data_location() == onnx::TensorProto::EXTERNAL || tp.has_raw_data()) err("a string tensor must hold its elements in string_data");
+        if (tp.string_data_size() != n)
+            err("holds " + std::to_string(tp.string_data_size()) + " strings but shape " + shape_str(shape) + " needs " + std::to_string(n));
+        uint64_t total = 0;
+        for (const auto& e : tp.string_data()) total += e.size() + sizeof(std::string);
+        check_memory(total, "tensor '" + tname + "'");
+        return Tensor::from_strings(std::vector<std::string>(tp.string_data().begin(), tp.string_data().end()), shape);
+    }
     size_t es = dtype_size(dt);
     if (n > (int64_t(1) << 38) / int64_t(es)) err("shape " + shape_str(shape) + " is too large");
     size_t want = size_t(n) * es;
@@ -275,7 +282,7 @@ void build_body(const Ctx& c, const onnx::GraphProto& gp, onnx::GraphProto* muta
             unsupported(c.file + ": graph input '" + in.name() + "' is a sequence, map or optional: only tensors are supported");
         read_type(c, in, g.values[id]);
         if (!g.values[id].has_shape) bad_input(c.file + ": graph input '" + in.name() + "' has no tensor type/shape");
-        if (!dtype_known(int(g.values[id].dtype)))
+        if (!dtype_known(int(g.values[id].dtype)) && g.values[id].dtype != DType::String)
             unsupported(c.file + ": graph input '" + in.name() + "' has unsupported element type " + std::to_string(int(g.values[id].dtype)));
         g.inputs.push_back(id);
     }

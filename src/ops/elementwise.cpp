@@ -432,10 +432,14 @@ void register_clip_cast(Registry& r) {
         d.op_type = "Cast";
         auto target = [](OpCtx& c) {
             int64_t to = c.node().op_type == "CastLike" ? int64_t(c.dtype(1)) : c.ai("to", 0);
-            if (!dtype_known(int(to))) c.fail_unsupported("Cast to data type " + std::to_string(to) + " is not supported");
+            if (!dtype_known(int(to)) && to != int64_t(DType::String)) c.fail_unsupported("Cast to data type " + std::to_string(to) + " is not supported");
             return DType(to);
         };
-        d.infer = [target](OpCtx& c) { c.set_out(0, target(c), c.shape(0)); };
+        d.string_inputs = true;  // to and from string: folded (string tensors are host values)
+        d.infer = [target](OpCtx& c) {
+            if (target(c) == DType::String) c.cval(0);
+            c.set_out(0, target(c), c.shape(0));
+        };
         d.eval = [target](OpCtx& c) { c.set_const(0, c.cval(0).cast(target(c))); };
         d.lower = [target](Lc& c) {
             DType from = c.dtype(0), to = target(c);

@@ -43,6 +43,10 @@ std::vector<float> OpCtx::afs(const std::string& n, const std::vector<float>& de
     auto a = attr(n, Attr::Floats);
     return a ? a->floats : def;
 }
+std::vector<std::string> OpCtx::astrs(const std::string& n) const {
+    auto a = attr(n, Attr::Strings);
+    return a ? a->strings : std::vector<std::string>{};
+}
 const Tensor* OpCtx::at(const std::string& n) const { auto a = attr(n, Attr::TensorK); return a ? &a->t : nullptr; }
 
 void OpCtx::set_out(int i, DType t, const Shape& s) {

@@ -43,6 +43,7 @@ public:
     std::string as(const std::string& n, const std::string& def) const;
     std::vector<int64_t> ais(const std::string& n, const std::vector<int64_t>& def = {}) const;
     std::vector<float> afs(const std::string& n, const std::vector<float>& def = {}) const;
+    std::vector<std::string> astrs(const std::string& n) const;  // a STRINGS attribute ({} when absent)
     const Tensor* at(const std::string& n) const;
 
     void set_out(int i, DType t, const Shape& s);   // shape rule result
@@ -78,6 +79,7 @@ struct OpDef {
     bool shape_only = false;                  // eval reads only input shapes (Shape, Size)
     int min_inputs = 0;                       // inputs that must be present (checked before infer)
     bool seq_inputs = false;                  // takes sequence values (src/ops/sequence.cpp)
+    bool string_inputs = false;               // takes string tensors (host values: they must be constants)
 };
 
 // Folding runs at compile time: an evaluation estimated above this many operations is left

@@ -401,7 +401,8 @@ void register_shape_ops(Registry& r) {
             if (c.has_attr("value_int")) return Tensor::scalar_i64(c.ai("value_int", 0));
             if (c.has_attr("value_ints")) { auto v = c.ais("value_ints"); return Tensor::from_i64(v, {int64_t(v.size())}); }
             if (c.has_attr("sparse_value")) c.fail_unsupported("sparse Constant values are not supported");
-            if (c.has_attr("value_string") || c.has_attr("value_strings")) c.fail_unsupported("string constants are not supported");
+            if (c.has_attr("value_string")) return Tensor::from_strings({c.as("value_string", "")}, {});
+            if (c.has_attr("value_strings")) { auto v = c.astrs("value_strings"); int64_t n = int64_t(v.size()); return Tensor::from_strings(std::move(v), {n}); }
             c.fail("Constant has no value attribute");
         };
         d.infer = [value](OpCtx& c) { Tensor t = value(c); c.set_out(0, t.dtype, t.shape); };

@@ -1,10 +1,15 @@
-// Text operators on integer token ids: TfIdfVectorizer. ggml has no kernel for n-gram counting:
-// the host evaluator computes it, folded when the tokens are constant, else a host kernel
-// (lower/host_kernel.h). The string form (pool_strings) needs string tensors, which onnx2ggml
-// does not hold: it is reported as unsupported.
+// Text operators. TfIdfVectorizer on integer token ids: ggml has no kernel for n-gram counting, the
+// host evaluator computes it, folded when the tokens are constant, else a host kernel
+// (lower/host_kernel.h); its string form (pool_strings) is not supported. StringNormalizer takes
+// string tensors, which are host values (ir/tensor.h): it is always folded.
+#include <clocale>
+#include <cwctype>
+#include <locale.h>
 #include <map>
+#include <set>
 
 #include "ops/common.h"
+#include "util/utf8.h"
 
 namespace onnx2ggml {
 namespace {
@@ -112,8 +117,79 @@ void register_tfidf(Registry& r) {
     r.add(std::move(d));
 }
 
+// Upper/lower-casing of UTF-8 text by code point, in the given locale's character classes
+// (towupper_l); ASCII only when no UTF-8 locale can be opened. Invalid UTF-8 bytes pass unchanged.
+class CaseMap {
+public:
+    explicit CaseMap(const std::string& locale) {
+        for (std::string name : {locale + ".UTF-8", locale + ".utf8", std::string("C.UTF-8"), std::string("C.utf8")})
+            if (!locale.empty() || name.rfind("C.", 0) == 0)
+                if ((loc_ = newlocale(LC_CTYPE_MASK, name.c_str(), locale_t(nullptr)))) break;
+    }
+    ~CaseMap() { if (loc_) freelocale(loc_); }
+    CaseMap(const CaseMap&) = delete;
+    CaseMap& operator=(const CaseMap&) = delete;
+
+    std::string apply(const std::string& s, bool upper) const {
+        std::string r;
+        for (size_t i = 0; i < s.size();) {
+            uint32_t cp;
+            size_t n = utf8_decode(s, i, cp);
+            if (n == 0) { r += s[i++]; continue; }  // not UTF-8: the byte as it is
+            uint32_t m = cp;
+            if (loc_) m = uint32_t(upper ? towupper_l(wint_t(cp), loc_) : towlower_l(wint_t(cp), loc_));
+            else if (cp < 128) m = uint32_t(upper ? std::toupper(int(cp)) : std::tolower(int(cp)));
+            utf8_encode(m, r);
+            i += n;
+        }
+        return r;
+    }
+
+private:
+    locale_t loc_ = locale_t(nullptr);
+};
+
+// StringNormalizer: drops the stopwords from a [C] or [1, C] string tensor, then changes case.
+// The output length depends on the values: the input must be known at compile time.
+Tensor normalize_strings(OpCtx& c) {
+    const Tensor& x = c.cval(0);
+    const Shape& s = x.shape;
+    if (!(s.size() == 1 || (s.size() == 2 && s[0] == 1))) c.fail("input must be [C] or [1, C], got " + shape_str(s));
+    std::string action = c.as("case_change_action", "NONE");
+    if (action != "NONE" && action != "LOWER" && action != "UPPER") c.fail("case_change_action must be NONE, LOWER or UPPER, got '" + action + "'");
+    bool sensitive = c.ai("is_case_sensitive", 0) != 0;
+    CaseMap cm(c.as("locale", ""));
+    std::set<std::string> stop;
+    for (const std::string& w : c.astrs("stopwords")) stop.insert(sensitive ? w : cm.apply(w, false));
+    std::vector<std::string> kept;
+    for (const std::string& e : x.strings()) {
+        if (stop.count(sensitive ? e : cm.apply(e, false))) continue;
+        kept.push_back(action == "NONE" ? e : cm.apply(e, action == "UPPER"));
+    }
+    if (kept.empty()) kept.push_back("");  // all dropped: one empty string (the spec)
+    int64_t n = int64_t(kept.size());
+    return Tensor::from_strings(std::move(kept), s.size() == 1 ? Shape{n} : Shape{1, n});
+}
+
+void register_string_normalizer(Registry& r) {
+    OpDef d;
+    d.op_type = "StringNormalizer";
+    d.min_inputs = 1;
+    d.string_inputs = true;
+    d.infer = [](OpCtx& c) {
+        if (c.dtype(0) != DType::String) c.fail(std::string("input must be a string tensor, got ") + dtype_name(c.dtype(0)));
+        Tensor t = normalize_strings(c);
+        c.set_out(0, DType::String, t.shape);
+    };
+    d.eval = [](OpCtx& c) { c.set_const(0, normalize_strings(c)); };
+    r.add(std::move(d));
+}
+
 }  // namespace
 
-void register_text(Registry& r) { register_tfidf(r); }
+void register_text(Registry& r) {
+    register_tfidf(r);
+    register_string_normalizer(r);
+}
 
 }  // namespace onnx2ggml

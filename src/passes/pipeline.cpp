@@ -83,6 +83,11 @@ void specialize(Graph& g, const CompileOptions& opts, std::vector<UnsupportedOp>
         try {
             for (int i = 0; i < c.nin(); ++i)
                 if (c.has(i) && c.in(i).seq && !def->seq_inputs) c.fail_unsupported("input '" + c.in(i).name + "' is a sequence, which this operator does not take");
+            for (int i = 0; i < c.nin(); ++i) {  // string tensors live on the host only
+                if (!c.has(i) || c.dtype(i) != DType::String) continue;
+                if (!def->string_inputs) c.fail_unsupported("input '" + c.in(i).name + "' is a string tensor, which this operator does not take");
+                c.cval(i);  // a graph input: --freeze it
+            }
             for (int i = 0; i < def->min_inputs; ++i)
                 if (!c.has(i)) c.fail("needs at least " + std::to_string(def->min_inputs) + " inputs, input " + std::to_string(i) + " is missing");
             if (def->infer) def->infer(c);
@@ -128,7 +133,12 @@ void throw_unsupported(const Graph& g, const std::vector<UnsupportedOp>& bad) {
     std::ostringstream ss;
     ss << g.path << ": " << bad.size() << " unsupported node" << (bad.size() > 1 ? "s" : "") << ":";
     for (auto& u : bad)
+    {
         ss << "\n  node '" << u.node << "' (" << (u.domain.empty() ? "" : u.domain + ".") << u.op_type << ", opset " << u.opset << "): " << u.reason;
+        int id = u.needs_constant.empty() ? -1 : g.find(u.needs_constant);
+        if (id >= 0 && std::find(g.inputs.begin(), g.inputs.end(), id) != g.inputs.end())
+            ss << " (a graph input: bind it at compile time with --freeze " << u.needs_constant << "=FILE.npy)";
+    }
     throw Error(kExitUnsupported, ss.str());
 }
 
@@ -179,6 +189,15 @@ std::vector<bool> live_nodes(const Graph& g) {
     return live;
 }
 
+// Whether a constant keeps its exact value as a ggml tensor (int64 is held as int32 there).
+static bool held_exactly(const Tensor& t) {
+    if (ggml_type_for(t.dtype) == GGML_TYPE_COUNT) return false;
+    if (t.dtype != DType::I64 && t.dtype != DType::U32) return true;
+    for (int64_t i = 0; i < t.numel(); ++i)
+        if (t.geti(i) < INT32_MIN || t.geti(i) > INT32_MAX) return false;
+    return true;
+}
+
 void lower_graph(Graph& g, Builder& b) {
     LowerState st{b, std::vector<ggml_tensor*>(g.values.size(), nullptr), {}, {}};
     b.inputs.assign(g.inputs.size(), nullptr);
@@ -186,6 +205,7 @@ void lower_graph(Graph& g, Builder& b) {
     for (size_t k = 0; k < g.inputs.size(); ++k) {
         Value& v = g.values[g.inputs[k]];
         if (shape_numel(v.shape) == 0) continue;  // empty: a constant (see specialize), no ggml tensor
+        if (v.dtype == DType::String) continue;   // read by no device node (string ops take constants only)
         ggml_type t = ggml_type_for(v.dtype);
         if (t == GGML_TYPE_COUNT) unsupported(g.path + ": input '" + v.name + "' has dtype " + dtype_name(v.dtype) + " (onnx2ggml holds numeric and bool tensors only)");
         auto ne = to_ne(v.shape);
@@ -233,6 +253,10 @@ void lower_graph(Graph& g, Builder& b) {
         Value& v = g.values[id];
         ggml_tensor* t = st.vmap[id];
         if (shape_numel(v.shape) == 0) {  // an empty (folded) output: nothing to compute
+            b.mark_output(int(k), nullptr);
+            continue;
+        }
+        if (!t && !held_exactly(*v.constant)) {  // a string, or int64 beyond int32: the session returns the host value
             b.mark_output(int(k), nullptr);
             continue;
         }

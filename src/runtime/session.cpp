@@ -74,6 +74,8 @@ Session::Session(Graph& g, const SessionOptions& opts) : g_(g) {
 void Session::init(const SessionOptions& opts) {
     Graph& g = g_;
     bg_ = build_graph(g, false, opts.f16_weights);
+    for (size_t k = 0; k < g.outputs.size(); ++k)  // kept before release_host_constants drops initializers
+        if (!bg_->b->outputs[k] && g.values[g.outputs[k]].constant) host_outs_[k] = *g.values[g.outputs[k]].constant;
     backend_ = init_backend(opts.backend, opts.threads);
     bool is_cpu = ggml_backend_dev_type(ggml_backend_get_device(backend_)) == GGML_BACKEND_DEVICE_TYPE_CPU;
     if (!is_cpu) cpu_ = init_backend("cpu", opts.threads);
@@ -225,8 +227,9 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) {
     for (size_t k = 0; k < g_.outputs.size(); ++k) {
         const Value& v = g_.values[g_.outputs[k]];
         ggml_tensor* gt = bg_->b->outputs[k];
-        if (!gt) {
-            outs.push_back(Tensor::zeros(v.dtype, v.shape));
+        if (!gt) {  // nothing computed: an empty output or a folded string tensor
+            auto h = host_outs_.find(k);
+            outs.push_back(h != host_outs_.end() ? h->second : Tensor::zeros(v.dtype, v.shape));
             continue;
         }
         if (gt->type == GGML_TYPE_F32) {

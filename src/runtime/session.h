@@ -51,6 +51,7 @@ private:
     void release();
     Graph& g_;
     std::unique_ptr<BuiltGraph> bg_;
+    std::map<size_t, Tensor> host_outs_;  // outputs returned as host values (strings, wide int64 constants)
     ggml_backend_t backend_ = nullptr, cpu_ = nullptr;
     ggml_backend_buffer_t wbuf_ = nullptr;
     ggml_backend_sched_t sched_ = nullptr;

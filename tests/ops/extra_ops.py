@@ -20,16 +20,18 @@ rng = np.random.default_rng(0)
 failures = 0
 
 
-def check(name, node, inputs, ref, inits=(), opset=18):
-    """inputs: name -> array (graph inputs); ref: the expected output 'y'."""
-    vis = [helper.make_tensor_value_info(k, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[v.dtype], v.shape) for k, v in inputs.items()]
+def check(name, node, inputs, ref, inits=(), opset=18, flag="--input"):
+    """inputs: name -> array (graph inputs; bound at compile time with flag="--freeze"); ref: the
+    expected output 'y'."""
+    elem = lambda v: TensorProto.STRING if v.dtype.kind == "U" else onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[v.dtype]  # noqa: E731
+    vis = [helper.make_tensor_value_info(k, elem(v), v.shape) for k, v in inputs.items()]
     g = helper.make_graph([node], name, vis, [helper.make_tensor_value_info("y", TensorProto.UNDEFINED, None)], list(inits))
     path = os.path.join(WORK, name + ".onnx")
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]), path)
     args = [BIN, "check", path]
     for k, v in inputs.items():
         np.save(os.path.join(WORK, f"{name}_{k}.npy"), v)
-        args += ["--input", f"{k}={os.path.join(WORK, f'{name}_{k}.npy')}"]
+        args += [flag, f"{k}={os.path.join(WORK, f'{name}_{k}.npy')}"]
     np.save(os.path.join(WORK, f"{name}_ref.npy"), np.asarray(ref))
     args += ["--expect", f"y={os.path.join(WORK, f'{name}_ref.npy')}"]
     r = subprocess.run(args, capture_output=True, text=True)
@@ -110,5 +112,20 @@ for mode in ("IDF", "TFIDF"):
     check(f"tfidf_{mode.lower()}", helper.make_node("TfIdfVectorizer", ["t"], ["y"], mode=mode, min_gram_length=1, max_gram_length=2,
           max_skip_count=2, ngram_counts=[0, 2], ngram_indexes=out_idx, pool_int64s=[1, 3, 0, 2, 4, 4, 1, 3], weights=w.tolist()),
           {"t": tok}, ref.astype(np.float32), opset=9)
+# String tensors (host values, bound at compile time): StringNormalizer on non-ASCII text against
+# Python's str methods (words whose case mapping is one code point to one), Cast to and from string
+words = np.array(["Émile", "naïve", "THE", "σοφία", "Çà", "the"])
+for action, fn in (("UPPER", str.upper), ("LOWER", str.lower)):
+    check(f"strnorm_{action.lower()}", helper.make_node("StringNormalizer", ["s"], ["y"], case_change_action=action, stopwords=["the"]),
+          {"s": words}, np.array([fn(x) for x in words if x.lower() != "the"]), opset=10, flag="--freeze")
+nums = np.array(["1e-5", "-INF", "3.25", "nan", "+inf", "12345678901"])
+check("cast_string_to_double", helper.make_node("Cast", ["s"], ["y"], to=TensorProto.DOUBLE), {"s": nums}, nums.astype(np.float64), opset=13, flag="--freeze")
+ints = np.array(["9007199254740993", "-42", "0"])
+check("cast_string_to_int64", helper.make_node("Cast", ["s"], ["y"], to=TensorProto.INT64), {"s": ints}, np.array([9007199254740993, -42, 0]), opset=13, flag="--freeze")
+vals = np.array([0.1, -2.5, 1e-7, 3.4028235e38, 100.0, 123456792.0, -0.0, 0.00012, -np.inf, np.nan], np.float32)
+check("cast_float_to_string", helper.make_node("Cast", ["v"], ["y"], to=TensorProto.STRING), {"v": vals},
+      np.array(["INF" if np.isposinf(x) else "-INF" if np.isneginf(x) else "NaN" if np.isnan(x) else str(x) for x in vals]), opset=13, flag="--freeze")
+d64 = np.array([0.1, 1 / 3, 2.5e-300, 1e16, 12345.678901234567])
+check("cast_double_to_string", helper.make_node("Cast", ["v"], ["y"], to=TensorProto.STRING), {"v": d64}, np.array([str(x) for x in d64]), opset=13, flag="--freeze")
 print(f"{failures} failed")
 sys.exit(1 if failures else 0)

@@ -109,7 +109,24 @@ case("dims of 0 that do not broadcast", run(save("zero.onnx", add_init_model(num
 t = w([2, 3]); t.data_type = 99
 case("unknown dtype", run(save("dtype99.onnx", add_init_model(t))), 3, r"tensor 'w': data type 99 is not supported")
 t = helper.make_tensor("w", TensorProto.STRING, [1], [b"a"])
-case("string tensor", run(save("string.onnx", add_init_model(t))), 3, r"string tensors are not supported")
+case("string tensor into Add", run(save("string.onnx", add_init_model(t))), 3, r"add0.*input 'w' is a string tensor, which this operator does not take")
+t = helper.make_tensor("w", TensorProto.STRING, [1], [b"a"]); t.dims[0] = 3
+case("string tensor count mismatch", run(save("string_count.onnx", add_init_model(t))), 2, r"tensor 'w': holds 1 strings but shape \[3\] needs 3")
+t = helper.make_tensor("w", TensorProto.STRING, [1], [b"a"]); t.raw_data = b"abcd"
+case("string tensor in raw_data", run(save("string_raw.onnx", add_init_model(t))), 2, r"tensor 'w': a string tensor must hold its elements in string_data")
+sn = model([helper.make_node("StringNormalizer", ["s"], ["y"], name="norm0")], [vi("s", [2], TensorProto.STRING)], [vi("y", None, TensorProto.STRING)], opset=10)
+case("string graph input not frozen", run(save("strnorm.onnx", sn)), 3, r"norm0.*must be a compile-time constant \(a graph input: .*--freeze s=FILE\.npy\)")
+case("compile with a string output", ["compile", save("strnorm_c.onnx", sn), "-o", path("strnorm_gen"), "--freeze", "s=" + path("strings.npy")], 3,
+     r"graph output 'y' has dtype string")
+cast = model([helper.make_node("Cast", ["s"], ["y"], name="cast0", to=TensorProto.FLOAT)], [vi("s", [2], TensorProto.STRING)], [vi("y", None)], opset=13)
+case("Cast of a string that is no number", ["run", save("strcast.onnx", cast), "--freeze", "s=" + path("strings.npy"), "--output-dir", WORK], 3,
+     r"cannot cast the string 'Monday' to a number")
+sn3 = model([helper.make_node("StringNormalizer", ["s"], ["y"], name="norm1")], [vi("s", [1, 1, 2], TensorProto.STRING)], [vi("y", None, TensorProto.STRING)], opset=10)
+case("StringNormalizer of rank 3", ["run", save("strnorm3.onnx", sn3), "--freeze", "s=" + path("strings3.npy"), "--output-dir", WORK], 2,
+     r"norm1.*input must be \[C\] or \[1, C\]")
+
+np.save(path("strings.npy"), np.array(["Monday", "x"]))
+np.save(path("strings3.npy"), np.array([[["a", "b"]]]))
 
 # ---- external data ---------------------------------------------------------------------
 ext_dir = path("ext")
@@ -344,6 +361,9 @@ npy_case("wrong magic", npy_bytes(good, b"\0" * 16, magic=b"\x93NUMPZ"), r"bad m
 npy_case("bad version", npy_bytes(good, b"\0" * 16, version=b"\x07\x00"), r"unsupported \.npy version 7")
 npy_case("no descr", npy_bytes("{'fortran_order': False, 'shape': (1, 4), }", b"\0" * 16), r"header has no descr")
 npy_case("complex dtype", npy_bytes("{'descr': '<c8', 'fortran_order': False, 'shape': (1, 4), }", b"\0" * 32), r"unsupported dtype '<c8'")
+npy_case("invalid code point in a string", npy_bytes("{'descr': '<U1', 'fortran_order': False, 'shape': (1,), }", b"\x00\xd8\x00\x00"),
+         r"element 0 holds an invalid code point")
+npy_case("string width too large", npy_bytes("{'descr': '<U99999999', 'fortran_order': False, 'shape': (1,), }", b""), r"unsupported dtype '<U99999999'")
 npy_case("big-endian", npy_bytes("{'descr': '>f4', 'fortran_order': False, 'shape': (1, 4), }", b"\0" * 16), r"big-endian")
 npy_case("fortran order", npy_bytes("{'descr': '<f4', 'fortran_order': True, 'shape': (1, 4), }", b"\0" * 16), r"fortran_order=True")
 npy_case("bad shape", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1, x), }", b"\0" * 16), r"bad shape entry")

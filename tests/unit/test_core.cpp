@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -119,6 +120,27 @@ TEST(Npy, RoundTripAllDtypes) {
     Tensor s = Tensor::from_f32({4.0f}, {});  // 0-d
     write_npy(testing::TempDir() + "/s.npy", s);
     EXPECT_EQ(read_npy(testing::TempDir() + "/s.npy").shape, Shape{});
+}
+
+TEST(TensorHost, StringsCastAndRoundTripThroughNpy) {
+    Tensor f = Tensor::from_f32({0.6048455f, 100.0f, 1e-7f, -0.0f, 0.00012f, INFINITY, NAN}, {7});
+    EXPECT_EQ(f.cast(DType::String).strings(),
+              (std::vector<std::string>{"0.6048455", "100.0", "1e-07", "-0.0", "0.00012", "INF", "NaN"}));  // numpy's str()
+    Tensor s = Tensor::from_strings({"-INF", "2.5e3", "nan", "9007199254740993"}, {2, 2});
+    Tensor d = s.cast(DType::F64);
+    EXPECT_TRUE(std::isinf(d.getf(0)) && d.getf(0) < 0);
+    EXPECT_EQ(d.getf(1), 2500.0);
+    EXPECT_TRUE(std::isnan(d.getf(2)));
+    EXPECT_EQ(Tensor::from_strings({"9007199254740993"}, {1}).cast(DType::I64).geti(0), 9007199254740993);  // beyond double
+    EXPECT_THROW(Tensor::from_strings({"Monday"}, {1}).cast(DType::F32), Error);
+    EXPECT_THROW(s.getf(0), Error);  // never read as bytes
+    Tensor u = Tensor::from_strings({"Émile", "", "σοφία 😀"}, {3});
+    std::string path = testing::TempDir() + "/str.npy";
+    write_npy(path, u);
+    Tensor r = read_npy(path);
+    EXPECT_EQ(r.dtype, DType::String);
+    EXPECT_EQ(r.shape, u.shape);
+    EXPECT_EQ(r.strings(), u.strings());
 }
 
 TEST(Npy, RejectsTruncatedAndBadMagic) {

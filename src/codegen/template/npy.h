@@ -1,6 +1,7 @@
 // .npy reading and writing (format 1.0/2.0/3.0), header-only. Shared verbatim by
 // onnx2ggml and by every program it generates, so both read inputs the same way.
-// Supported dtypes: <f4 <f2 <f8 <i8 <i4 <i2 |i1 |u1 |b1 <u2 <u4 <u8 (little-endian only).
+// Supported dtypes: <f4 <f2 <f8 <i8 <i4 <i2 |i1 |u1 |b1 <u2 <u4 <u8, and <U<n> (strings of up to n
+// UTF-32 code points; onnx2ggml's string tensors), little-endian only.
 #pragma once
 #include <cstdint>
 #include <cstdio>
@@ -18,8 +19,20 @@ struct Array {
     std::vector<uint8_t> data;
 };
 
+// The n of a '<U<n>' descr (1..2^20), 0 for any other descr.
+inline size_t unicode_width(const std::string& d) {
+    if (d.size() < 3 || d.size() > 9 || d[0] != '<' || d[1] != 'U') return 0;
+    size_t n = 0;
+    for (size_t i = 2; i < d.size(); ++i) {
+        if (d[i] < '0' || d[i] > '9') return 0;
+        n = n * 10 + size_t(d[i] - '0');
+    }
+    return n <= (size_t(1) << 20) ? n : 0;
+}
+
 // ONNX TensorProto data type of a descr (0 if unsupported), and back.
 inline int onnx_type(const std::string& d) {
+    if (unicode_width(d)) return 8;
     static const char* t[][2] = {{"<f4", "1"}, {"|u1", "2"}, {"|i1", "3"}, {"<u2", "4"}, {"<i2", "5"}, {"<i4", "6"},
                                  {"<i8", "7"}, {"|b1", "9"}, {"<f2", "10"}, {"<f8", "11"}, {"<u4", "12"}, {"<u8", "13"}};
     for (auto& e : t)
@@ -33,7 +46,7 @@ inline const char* descr_of(int onnx) {
         case 12: return "<u4"; case 13: return "<u8"; default: return nullptr;
     }
 }
-inline size_t item_size(const std::string& d) { return d.size() == 3 ? size_t(d[2] - '0') : 0; }
+inline size_t item_size(const std::string& d) { return unicode_width(d) ? 4 * unicode_width(d) : d.size() == 3 ? size_t(d[2] - '0') : 0; }
 
 // Returns "" on success, else a message (without the file name).
 inline std::string read(const std::string& path, Array& a) {
