@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the build and the tests need (Debian packages), idempotently, and fetches
 # the pinned ggml sources. With --bench also installs ONNX Runtime (npm onnxruntime-node)
-# into bench/node_modules for the benchmarks.
+# into bench/node_modules for the benchmarks and the conformance report's reference column.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 pkgs=(cmake g++ make git ccache clang libclang-rt-14-dev libonnx-dev libprotobuf-dev protobuf-compiler libgtest-dev
@@ -21,5 +21,13 @@ if [ "${1:-}" = "--bench" ] && [ ! -d "$here/bench/node_modules/onnxruntime-node
   # --ignore-scripts: the package's install script downloads from a host that is not reachable;
   # the CPU library ships inside the package.
   (cd "$here/bench" && npm install --silent --no-audit --no-fund --no-save --no-package-lock --ignore-scripts onnxruntime-node@1.30.0 >/dev/null)
+fi
+# ONNX Runtime's StringNormalizer opens the en_US.UTF-8 locale (tests/conformance/ort_reference.py)
+if [ "${1:-}" = "--bench" ] && ! locale -a 2>/dev/null | grep -qi '^en_US\.utf-\?8$'; then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  if ! command -v localedef >/dev/null; then
+    $SUDO apt-get install -y -qq --no-install-recommends locales >/dev/null
+  fi
+  $SUDO localedef -i en_US -f UTF-8 en_US.UTF-8
 fi
 echo "setup: ok"

@@ -379,7 +379,7 @@ int cmd_check(const Args& a) {
                     if (u.needs_constant.empty()) continue;
                     if (values.count(u.needs_constant)) { freeze(u.needs_constant); continue; }
                     // computed from graph inputs: freeze the integer ones it depends on (indices,
-                    // shapes), never float data
+                    // shapes) and float scalars (a range's limits), never float tensors
                     std::vector<int> stack = {g.find(u.needs_constant)};
                     std::set<int> seen;
                     while (!stack.empty()) {
@@ -388,7 +388,7 @@ int cmd_check(const Args& a) {
                         if (v < 0 || !seen.insert(v).second) continue;
                         const Value& val = g.values[v];
                         if (val.producer < 0) {
-                            if (!dtype_is_float(val.dtype)) freeze(val.name);
+                            if (!dtype_is_float(val.dtype) || (val.has_shape && shape_numel(val.shape) == 1)) freeze(val.name);
                             continue;
                         }
                         for (int in : g.nodes[val.producer].inputs) stack.push_back(in);

@@ -10,7 +10,8 @@ Every case goes through the full pipeline (load -> fold -> lower -> ggml CPU) an
 usage: run_conformance.py ONNX2GGML [--suites node,...] [--expect FILE] [--update FILE] [--docs FILE] [--jobs N]
 With --expect, exits 1 if a case listed there does not pass (regression) or any case crashes or hangs.
 Inputs that an operator needs as compile-time values (Reshape's shape, Resize's scales, ...) are
-frozen to the test set's values by `check` (as `--freeze` does); the rest run on the device.
+frozen to the test set's values by `check` (as `--freeze` does): integer inputs, float scalars and
+string tensors, never float tensors; the rest run on the device.
 """
 import argparse
 import collections
@@ -72,6 +73,27 @@ def is_numeric_case(model):
     nums = FLOATS | {2, 3, 4, 5, 6, 7, 12, 13}
     ins = [elem(v) for v in m.graph.input]
     return all(e in nums for e in ins + [elem(o) for o in m.graph.output]) and any(e in FLOATS for e in ins)
+
+
+ORT_RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ort_results.txt")
+
+
+def read_ort():
+    """ONNX Runtime's verdict per case (tests/conformance/ort_reference.py), {} if not generated."""
+    if not os.path.exists(ORT_RESULTS):
+        return {}
+    r = {}
+    for line in open(ORT_RESULTS):
+        if line.startswith("#"):
+            r["#"] = line[1:].split(";")[0].strip()
+            continue
+        k, v, *why = line.rstrip("\n").split(" ", 2)
+        r[k] = (v, why[0] if why else "")
+    return r
+
+
+def ORT_HEADER(ort):  # noqa: N802 - the results file's first line: which ONNX Runtime
+    return ort.get("#", "ONNX Runtime").split(" over ")[0]
 
 
 def run_case(bin_, suite, case):
@@ -155,21 +177,36 @@ def write_docs(path, res, table):
          "`libonnx-testdata` (ONNX 1.12 backend test data). Each case runs through the full pipeline "
          "(load -> fold -> lower -> ggml CPU) and is compared with numpy's assert_allclose semantics, "
          "rtol 1e-3, atol 1e-7, integers exact. Inputs that an operator needs as compile-time values "
-         "(Reshape's shape, Resize's scales, Slice's starts, ...) are frozen to the test set's values, as "
-         "`--freeze` does: onnx2ggml compiles static graphs.", "",
-         "| suite | pass | fail | unsupported | error | total |", "|---|---|---|---|---|---|"]
+         "(Reshape's shape, Resize's scales, Slice's starts, a Loop's trip count, ...) are frozen to the test set's "
+         "values, as `--freeze` does: integer inputs, float scalars and string tensors, never float tensors "
+         "(onnx2ggml compiles static graphs).", "",
+         "| suite | pass | fail | unsupported | error | total | ONNX Runtime passes |", "|---|---|---|---|---|---|---|"]
+    ort = read_ort()
+    ort_pass = lambda keys: sum(1 for k in keys if ort.get(k, ("",))[0] == "pass")  # noqa: E731
     for s, c in table.items():
-        L.append(f"| {s} | {c['pass']} | {c['fail']} | {c['unsupported']} | {c['error']} | {sum(c.values())} |")
+        L.append(f"| {s} | {c['pass']} | {c['fail']} | {c['unsupported']} | {c['error']} | {sum(c.values())} | "
+                 f"{ort_pass([k for k in res if k.startswith(s + '/')]) if ort else '-'} |")
+    if ort:
+        nr = sum(1 for k in res if ort.get(k, ("",))[0] == "not-run")
+        L += ["", f"ONNX Runtime column: {ORT_HEADER(ort)}, run over the same folders with the same comparison by "
+              f"`tests/conformance/ort_reference.py` (results in `tests/conformance/ort_results.txt`); {nr} cases cannot be "
+              "given to it through its JavaScript API (sequence or optional inputs/outputs, bfloat16) and count as not passed."]
     fl = [k for k in res if k.startswith("node/") and is_float_case(os.path.join(DATA, k, "model.onnx"))]
     fp = sum(1 for k in fl if res[k][0] == "pass")
     L += ["", f"**node float cases** (inputs and outputs float tensors; integer or bool inputs only as a shape or "
-          f"index operand, i.e. not a node's first input): **{fp} / {len(fl)}** pass. The float cases that do not pass:", ""]
+          f"index operand, i.e. not a node's first input): **{fp} / {len(fl)}** pass"
+          + (f" (ONNX Runtime: {ort_pass(fl)})" if ort else "") + ". The float cases that do not pass:", ""]
     L += [f"- {k}: {res[k][0]}: {res[k][1].replace('|', '/')[:160]}" for k in sorted(fl) if res[k][0] != "pass"]
     wide = [k for k in res if k.startswith("node/") and is_numeric_case(os.path.join(DATA, k, "model.onnx"))]
     wp = sum(1 for k in wide if res[k][0] == "pass")
     added = sorted(k for k in wide if k not in fl and res[k][0] != "pass")
     L += ["", f"A wider reading (every input and output a float or integer tensor, at least one input float): **{wp} / {len(wide)}** "
-          f"pass; of the cases it adds to the list above, {len(added)} do not pass" + (": " + ", ".join(added) if added else ".")]
+          f"pass" + (f" (ONNX Runtime: {ort_pass(wide)})" if ort else "") + f"; of the cases it adds to the list above, {len(added)} do not pass"
+          + (": " + ", ".join(added) if added else ".")]
+    if ort:
+        theirs = sorted(k for k in res if ort.get(k, ("",))[0] == "pass" and res[k][0] != "pass")
+        L += ["", f"**Cases ONNX Runtime passes and onnx2ggml does not: {len(theirs)}**" + (":" if theirs else "."), ""]
+        L += [f"- {k}: {res[k][0]}: {res[k][1].replace('|', '/')[:160]}" for k in theirs]
     L += ["", "## Why the rest do not pass", "",
           "- **Training** (`ai.onnx.preview.training` Adagrad/Adam/Momentum, `simple/test_gradient_*`): out of scope for an "
           "inference compiler.",
@@ -179,8 +216,6 @@ def write_docs(path, res, table):
           "input, and the float input of a Cast to string, as `--freeze` would.)",
           "- **Sequence, optional or string graph inputs/outputs**: onnx2ggml resolves sequences at compile time "
           "(`src/ops/sequence.cpp`), so they cannot cross the graph boundary.",
-          "- **Values needed at compile time that are float data** (the Loop trip count of "
-          "`test_range_float_type_positive_delta_expanded` is computed from float inputs, which `check` does not freeze).",
           "- **test_cast_FLOAT_to_BFLOAT16**: ONNX 1.12's reference truncates to bfloat16; onnx2ggml rounds to nearest even, "
           "as PyTorch does (the difference is one bfloat16 ulp).",
           "- **test_castlike_\\*BFLOAT16\\***: the test data's `like` input has shape [1] where the model declares [3,4]; "
@@ -189,10 +224,10 @@ def write_docs(path, res, table):
     for op in sorted(per_op):
         p, t = per_op[op]
         L.append(f"| {op} | {p} / {t} |")
-    L += ["", "## Every case that does not pass, with its reason", "", "| case | verdict | reason |", "|---|---|---|"]
+    L += ["", "## Every case that does not pass, with its reason", "", "| case | verdict | reason | ONNX Runtime |", "|---|---|---|---|"]
     for k, (v, why) in sorted(res.items()):
         if v != "pass":
-            L.append(f"| {k} | {v} | {why.replace('|', '/')[:200]} |")
+            L.append(f"| {k} | {v} | {why.replace('|', '/')[:200]} | {ort.get(k, ('-',))[0]} |")
     open(path, "w").write("\n".join(L) + "\n")
 
 
