@@ -127,16 +127,19 @@ def main():
         "",
         "## Where the time goes",
         "",
-        "`onnx2ggml run MODEL --profile` prints the time per ggml op and backend. On these models with `auto`, "
-        "convolutions take 70-85% of the VAE's time: oneDNN's direct convolution, in plain NCHW/OIHW layouts on small "
-        "maps (no reorder, no second copy of the weights) and, for depthwise convolutions and maps of 64x64 or more, "
-        "in oneDNN's blocked layouts (activations reordered in and out per convolution, a reordered copy of the "
-        "kernel kept: the difference in peak RSS); the rest is ggml's CPU kernels for GroupNorm, SiLU, the residual "
-        "adds and the GroupNorm affine. The UNet's and CLIP's time is mostly matrix products (oneDNN matmul) and "
-        "softmax. What ONNX Runtime does that onnx2ggml does not yet: blocked (NCHWc) activation layouts kept across "
-        "consecutive convolutions (no reorder between them), activations fused into the convolutions, and for the "
-        "small mobilenet_v2 no per-node dispatch cost (each switch between the oneDNN and CPU backends is a "
-        "scheduler split).",
+        "`onnx2ggml run MODEL --profile` prints the time per ggml op and backend (each node alone: a convolution "
+        "and the bias/activation fused into it show as separate rows). On these models with `auto`, convolutions take "
+        "70-85% of the VAE's time: oneDNN's direct convolution, in plain NCHW/OIHW layouts on small maps (no reorder, "
+        "no second copy of the weights; a ReLU/Clip after it runs as a separate pass, since oneDNN's NCHW gemm "
+        "convolution applies post-ops slowly) and, for depthwise convolutions, maps of 64x64 or more and chains of "
+        "convolutions, in oneDNN's blocked layouts with the ReLU/Clip as a post-op (a reordered copy of the kernel "
+        "kept: the difference in peak RSS). Between two convolutions of a chain (the second the only reader of the "
+        "first, through an in-place ReLU/Clip: mobilenet_v2's expand/depthwise/project, resnet's bottlenecks) the "
+        "tensor stays NHWC: no reorder; at a chain's ends activations are reordered from and to NCHW. The rest is "
+        "ggml's CPU kernels for GroupNorm, SiLU, the residual adds and the GroupNorm affine. The UNet's and CLIP's "
+        "time is mostly matrix products (oneDNN matmul) and softmax. What ONNX Runtime does that onnx2ggml does not "
+        "yet: blocked activation layouts kept through the residual adds and normalizations too (onnx2ggml reorders at "
+        "every chain end), and its own convolution kernels (MLAS), faster than oneDNN 2.6's on resnet50's shapes.",
         "",
     ]
     os.makedirs(os.path.dirname(a.out), exist_ok=True)

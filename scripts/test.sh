@@ -5,7 +5,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build="${BUILD_DIR:-$here/build}"
 "$here/scripts/setup.sh"
-df -h "$here" | tail -1 | awk '{print "disk free before the tests: " $4 " (the run needs about 12 GB)"}'
+df -h "$here" | tail -1 | awk '{print "disk free before the tests: " $4 " (a fresh run peaks at about 10 GB)"}'
 "$here/scripts/build.sh" "$build"
 (cd "$build" && ctest --output-on-failure -j "$(nproc)" "$@")
 # ASan+UBSan over the unit tests, the robustness corpus and a conformance subset

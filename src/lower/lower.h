@@ -14,6 +14,7 @@ struct LowerState {
     std::vector<ggml_tensor*> vmap;        // value id -> ggml tensor
     std::unordered_map<int, ggml_tensor*> weight_of;  // value id -> weight tensor
     std::unordered_map<ggml_tensor*, ggml_tensor*> cont_of;  // one ggml_cont per non-contiguous tensor
+    std::vector<int> uses;                 // value id -> readers (node inputs, graph outputs)
 };
 
 class LowerCtx : public OpCtx {
@@ -23,6 +24,10 @@ public:
 
     ggml_tensor* x(int i);                       // input i as a ggml tensor (F32 unless int input)
     ggml_tensor* xc(int i) { return cont(x(i)); }
+    // Whether this node is the only reader of input i (not a graph output either): its lowering
+    // may then overwrite it in place.
+    bool sole_reader(int i) { return has(i) && readers(node().inputs[i]) == 1; }
+    int readers(int value) const { return st_.uses[size_t(value)]; }
     ggml_tensor* constant(const Tensor& t, ggml_type type = GGML_TYPE_F32);  // a derived weight
     // The constant right-hand side of a MatMul/Gemm/Conv, stored as ggml_mul_mat's first operand:
     // transposed in its last two dims when `transpose`, F16 under --weights f16.

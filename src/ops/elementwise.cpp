@@ -44,8 +44,17 @@ void unary(Registry& r, const std::string& op, std::function<double(OpCtx&, doub
 
 double erf_d(double x) { return std::erf(x); }
 
+// An activation whose input is a convolution's output (its bias add is in place on it) read by
+// nothing else overwrites that output: the oneDNN backend then runs it as the convolution's
+// post-op, and every other backend computes the same values in place.
+bool overwrites_conv(Lc& c, const ggml_tensor* x) {
+    const ggml_tensor* s = x->view_src ? x->view_src : x;
+    return (s->op == GGML_OP_CONV_2D || s->op == GGML_OP_CONV_2D_DW) && ggml_is_contiguous(x) && c.sole_reader(0);
+}
+
 void register_unary(Registry& r) {
-    unary(r, "Relu", [](OpCtx&, double x) { return x > 0 ? x : 0.0; }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_relu, x); },
+    unary(r, "Relu", [](OpCtx&, double x) { return x > 0 ? x : 0.0; },
+          [](Lc& c, ggml_tensor* x) { return overwrites_conv(c, x) ? G(c.b, ggml_relu_inplace, x) : G(c.b, ggml_relu, x); },
           [](int64_t x) { return x > 0 ? x : 0; });
     unary(r, "LeakyRelu", [](OpCtx& c, double x) { return x >= 0 ? x : x * c.af("alpha", 0.01f); },
           [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_leaky_relu, x, c.af("alpha", 0.01f), false); });
@@ -423,7 +432,8 @@ void register_clip_cast(Registry& r) {
         d.lower = [bounds](Lc& c) {
             double lo, hi;
             bounds(c, lo, hi);
-            c.set(0, G(c.b, ggml_clamp, c.xc(0), float(lo), float(hi)));
+            ggml_tensor* x = c.xc(0);
+            c.set(0, overwrites_conv(c, x) ? G(c.b, ggml_clamp_inplace, x, float(lo), float(hi)) : G(c.b, ggml_clamp, x, float(lo), float(hi)));
         };
         r.add(std::move(d));
     }

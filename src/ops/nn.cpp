@@ -77,6 +77,24 @@ ggml_tensor* conv2d_f32(Lc& c, ggml_tensor* w, ggml_tensor* x, int s0, int s1, i
     return G(c.b, ggml_cont, G(c.b, ggml_permute, r, 0, 1, 3, 2));
 }
 
+// The convolution whose output only this node reads, directly or through an in-place ReLU/Clip
+// (elementwise.cpp): its ggml tensor, else nullptr.
+ggml_tensor* sole_conv_input(Lc& c, ggml_tensor* x) {
+    const Graph& g = c.graph();
+    int v = c.node().inputs[0];
+    if (c.readers(v) != 1 || g.values[size_t(v)].producer < 0) return nullptr;
+    const Node* n = &g.nodes[size_t(g.values[size_t(v)].producer)];
+    if ((n->op_type == "Relu" || n->op_type == "Clip") && !n->inputs.empty() && n->inputs[0] >= 0) {
+        v = n->inputs[0];
+        if (c.readers(v) != 1 || g.values[size_t(v)].producer < 0) return nullptr;
+        n = &g.nodes[size_t(g.values[size_t(v)].producer)];
+    }
+    ggml_tensor* s = x->view_src ? x->view_src : x;
+    bool conv = s->op == GGML_OP_CONV_2D || s->op == GGML_OP_CONV_2D_DW;
+    if (n->op_type != "Conv" || !conv || s->src[0]->type != GGML_TYPE_F32 || s->src[1]->type != GGML_TYPE_F32) return nullptr;
+    return s;
+}
+
 void lower_conv(Lc& c) {
     const Shape& ws = c.shape(1);
     std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
@@ -108,6 +126,10 @@ void lower_conv(Lc& c) {
         y = G(c.b, ggml_conv_2d_direct, w, x, s0, s1, p0, p1, d0, d1);
     } else if (depthwise) {
         y = G(c.b, ggml_conv_2d_dw_direct, w, x, s0, s1, p0, p1, d0, d1);
+    }
+    if (group == 1 || depthwise) {  // a chain of convolutions: the tensor between may stay in a backend's layout
+        ggml_tensor* a = sole_conv_input(c, x);
+        if (a && w->type == GGML_TYPE_F32) y = G(c.b, o2g::conv_chain, a, y);
     } else {
         int64_t cg = C / group, mg = M / group;
         y = nullptr;

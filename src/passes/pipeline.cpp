@@ -199,7 +199,11 @@ static bool held_exactly(const Tensor& t) {
 }
 
 void lower_graph(Graph& g, Builder& b) {
-    LowerState st{b, std::vector<ggml_tensor*>(g.values.size(), nullptr), {}, {}};
+    LowerState st{b, std::vector<ggml_tensor*>(g.values.size(), nullptr), {}, {}, std::vector<int>(g.values.size(), 0)};
+    for (const Node& n : g.nodes)
+        for (int v : n.inputs)
+            if (v >= 0) st.uses[size_t(v)]++;
+    for (int v : g.outputs) st.uses[size_t(v)]++;
     b.inputs.assign(g.inputs.size(), nullptr);
     b.index_bound.assign(g.inputs.size(), 0);
     for (size_t k = 0; k < g.inputs.size(); ++k) {

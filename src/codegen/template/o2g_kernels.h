@@ -34,6 +34,15 @@ inline void map2(ggml_tensor* dst, const ggml_tensor* a, const ggml_tensor* b, i
 #define O2G_BINARY(name, expr) \
     inline void name(ggml_tensor* dst, const ggml_tensor* a, const ggml_tensor* b, int ith, int nth, void*) { map2(dst, a, b, ith, nth, [](float x, float y) -> float { return expr; }); }
 
+// Marks convolution `b` (GGML_OP_CONV_2D/_DW) as the only reader of convolution `a`'s output:
+// a backend may keep that tensor in a private layout between the two (o2g_onednn.h: NHWC, no
+// reorder). op_params 6 and 7 are past the convolution's own six; other backends ignore them.
+inline ggml_tensor* conv_chain(ggml_context*, ggml_tensor* a, ggml_tensor* b) {
+    a->op_params[6] = 1;  // output read only by a convolution
+    b->op_params[7] = 1;  // input written only by a convolution
+    return b;
+}
+
 O2G_UNARY(erf, std::erf(x))
 O2G_UNARY(sign, float((x > 0) - (x < 0)))
 O2G_UNARY(round_even, std::nearbyint(x))

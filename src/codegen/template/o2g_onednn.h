@@ -8,7 +8,7 @@
 // in-place per-channel bias ADD that follows it in onnx2ggml's lowering, and runs the pair as one
 // oneDNN direct convolution with bias on the tensors in place (NCHW activations and OIHW kernels
 // are exactly ggml's [W,H,C,N] and [KW,KH,IC,OC] layouts: no reorder, no second copy of the
-// weights), and GGML_OP_MUL_MAT as a oneDNN matmul reading both operands through their strides. Primitives are created once per convolution shape and cached across runs. oneDNN and
+// weights; a ReLU/CLAMP written in place on the output becomes the primitive's post-op), and GGML_OP_MUL_MAT as a oneDNN matmul reading both operands through their strides. Primitives are created once per convolution shape and cached across runs. oneDNN and
 // ggml's CPU backend both run on the OpenMP runtime; set_n_threads sets the OpenMP thread count,
 // so the two never fight over the cores.
 //
@@ -19,6 +19,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <dnnl.hpp>
@@ -71,8 +72,49 @@ inline bool is_conv_bias(const ggml_tensor* op) {
            b->type == GGML_TYPE_F32 && ggml_is_contiguous(b) && b->ne[0] == 1 && b->ne[1] == 1 && b->ne[2] == conv->ne[2] && b->ne[3] == 1;
 }
 
-// dst = conv(src[1], kernel src[0]) (+ bias, when given), written to `out`
-inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, void* out) {
+// ReLU or CLAMP (ReLU6, Clip) in place on a CONV_2D output (onnx2ggml's lowering writes an
+// activation in place when the convolution's output has no other reader): run as the
+// convolution's eltwise post-op.
+inline bool is_conv_activation(const ggml_tensor* op) {
+    const ggml_tensor* conv = op->view_src;
+    bool act = op->op == GGML_OP_CLAMP || (op->op == GGML_OP_UNARY && ggml_get_unary_op(op) == GGML_UNARY_OP_RELU);
+    return act && conv && op->src[0] && (op->src[0] == conv || op->src[0]->view_src == conv) && conv_supported(conv) &&
+           op->type == GGML_TYPE_F32 && ggml_is_contiguous(op) && ggml_nelements(op) == ggml_nelements(conv);
+}
+
+// The post-op of an activation: {kind (0 none, 1 relu, 2 clip), lo, hi}
+struct Activation {
+    int kind = 0;
+    float lo = 0, hi = 0;
+};
+inline Activation activation_of(const ggml_tensor* op) {
+    if (!op) return {};
+    if (op->op == GGML_OP_CLAMP) {
+        float lo, hi;
+        std::memcpy(&lo, op->op_params, 4);
+        std::memcpy(&hi, reinterpret_cast<const char*>(op->op_params) + 4, 4);
+        return {2, lo, hi};
+    }
+    return {1, 0, 0};
+}
+
+inline dnnl::primitive_attr post_ops(const Activation& a) {
+    dnnl::primitive_attr attr;
+    if (a.kind == 0) return attr;
+    dnnl::post_ops po;
+    if (a.kind == 1) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    else po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, a.lo, a.hi);
+    attr.set_post_ops(po);
+    return attr;
+}
+
+inline void apply_activation(const Activation& a, float* y, int64_t n) {
+#pragma omp parallel for
+    for (int64_t i = 0; i < n; ++i) y[i] = a.kind == 1 ? (y[i] > 0 ? y[i] : 0.0f) : std::min(std::max(y[i], a.lo), a.hi);
+}
+
+// dst = act(conv(src[1], kernel src[0]) (+ bias, when given)), written to `out`
+inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, const Activation& act, void* out) {
     const ggml_tensor* k = dst->src[0];  // [KW, KH, IC, OC]
     const ggml_tensor* x = dst->src[1];  // [W, H, C, N]
     const int32_t* p = dst->op_params;   // s0, s1, p0, p1, d0, d1 (dim 0 = W)
@@ -87,17 +129,26 @@ inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, 
     dnnl::memory::desc src_md(src_d, dt::f32, tag::nchw), w_md(w_d, dt::f32, dw ? tag::goihw : tag::oihw), dst_md(dst_d, dt::f32, tag::nchw);
     dnnl::memory::desc b_md({dst_d[1]}, dt::f32, tag::x);
     Context::Key key = {dw, src_d[0], src_d[1], src_d[2], src_d[3], dst_d[1], k->ne[1], k->ne[0], p[0], p[1], p[2], p[3], p[4], p[5], bias != nullptr};
+    // The tensor between two convolutions of a chain (o2g::conv_chain: the second is the only reader
+    // of the first) stays NHWC: the first writes it, the second reads it, no reorder between.
+    bool in_nhwc = p[7] == 1, out_nhwc = p[6] == 1;
     // Blocked layouts (reorders in and out, a reordered copy of the kernel) pay off on large
     // activation maps; on small ones the kernel copy would cost memory for little gain.
-    if (dw || x->ne[0] * x->ne[1] >= 4096) {
+    if (in_nhwc || out_nhwc || dw || x->ne[0] * x->ne[1] >= 4096) {
+        // the activation is the primitive's post-op (free in oneDNN's blocked kernels)
+        int32_t lo_bits, hi_bits;
+        std::memcpy(&lo_bits, &act.lo, 4);
+        std::memcpy(&hi_bits, &act.hi, 4);
+        key.insert(key.end(), {act.kind, lo_bits, hi_bits, in_nhwc, out_nhwc});
         auto bt = c.blocked.find(key);
         if (bt == c.blocked.end()) {
-            dnnl::memory::desc any_src(src_d, dt::f32, tag::any), any_w(w_d, dt::f32, tag::any), any_dst(dst_d, dt::f32, tag::any);
+            dnnl::memory::desc any_src(src_d, dt::f32, in_nhwc ? tag::nhwc : tag::any), any_w(w_d, dt::f32, tag::any),
+                any_dst(dst_d, dt::f32, out_nhwc ? tag::nhwc : tag::any);
             auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                                              any_src, any_w, b_md, any_dst, strides, dil, pads, pads)
                           : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                                              any_src, any_w, any_dst, strides, dil, pads, pads);
-            dnnl::convolution_forward::primitive_desc pd(d, c.eng);
+            dnnl::convolution_forward::primitive_desc pd(d, post_ops(act), c.eng);
             bt = c.blocked.emplace(key, Context::Blocked{dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(), {}}).first;
         }
         Context::Blocked& b = bt->second;
@@ -114,15 +165,18 @@ inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, 
             if (wb != wsrc) dnnl::reorder(wsrc, wb).execute(c.strm, wsrc, wb);
             if (is_weight) b.weights.emplace(k->data, wb);
         }
-        dnnl::memory bx = b.src == src_md ? xm : dnnl::memory(b.src, c.eng), by = b.dst == dst_md ? ym : dnnl::memory(b.dst, c.eng);
-        if (bx != xm) dnnl::reorder(xm, bx).execute(c.strm, xm, bx);
+        dnnl::memory bx = in_nhwc ? dnnl::memory(b.src, c.eng, x->data) : b.src == src_md ? xm : dnnl::memory(b.src, c.eng);
+        dnnl::memory by = out_nhwc ? dnnl::memory(b.dst, c.eng, out) : b.dst == dst_md ? ym : dnnl::memory(b.dst, c.eng);
+        if (!in_nhwc && bx != xm) dnnl::reorder(xm, bx).execute(c.strm, xm, bx);
         std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, bx}, {DNNL_ARG_WEIGHTS, wb}, {DNNL_ARG_DST, by}};
         if (bias) args[DNNL_ARG_BIAS] = dnnl::memory(b_md, c.eng, bias->data);
         b.conv.execute(c.strm, args);
-        if (by != ym) dnnl::reorder(by, ym).execute(c.strm, by, ym);
+        if (!out_nhwc && by != ym) dnnl::reorder(by, ym).execute(c.strm, by, ym);
         c.strm.wait();
         return;
     }
+    // NCHW runs oneDNN's gemm convolution, whose eltwise post-ops are several times slower than the
+    // convolution itself (measured: mobilenet_v2's 1x1 convolutions): the activation runs after it
     auto it = c.convs.find(key);
     if (it == c.convs.end()) {
         auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
@@ -136,19 +190,22 @@ inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, 
     if (bias) args[DNNL_ARG_BIAS] = dnnl::memory(b_md, c.eng, bias->data);
     it->second.execute(c.strm, args);
     c.strm.wait();
+    if (act.kind) apply_activation(act, static_cast<float*>(out), ggml_nelements(dst));
 }
 
-// The per-channel bias add of is_conv_bias when its convolution ran elsewhere (in place).
+// The activation of is_conv_activation when its convolution ran elsewhere (in place).
+inline void activation(const ggml_tensor* op) { apply_activation(activation_of(op), static_cast<float*>(op->data), ggml_nelements(op)); }
+
+// The per-channel bias add of is_conv_bias when its convolution ran alone (in place; NHWC when
+// the convolution keeps its output so, see conv2d).
 inline void add_bias(const ggml_tensor* op) {
-    const ggml_tensor* b = op->src[1];
+    const float* b = static_cast<const float*>(op->src[1]->data);
     float* y = static_cast<float*>(op->data);
     int64_t hw = op->ne[0] * op->ne[1], C = op->ne[2];
+    bool nhwc = op->view_src && op->view_src->op_params[6] == 1;
     for (int64_t n = 0; n < op->ne[3]; ++n)
-        for (int64_t ch = 0; ch < C; ++ch) {
-            float v = static_cast<const float*>(b->data)[ch];
-            float* row = y + (n * C + ch) * hw;
-            for (int64_t i = 0; i < hw; ++i) row[i] += v;
-        }
+        for (int64_t ch = 0; ch < C; ++ch)
+            for (int64_t i = 0; i < hw; ++i) (nhwc ? y[(n * hw + i) * C + ch] : y[(n * C + ch) * hw + i]) += b[ch];
 }
 
 // MUL_MAT: dst[.., M, N] = src1[.., M, K] x src0[.., N, K]^T, each operand read through its strides
@@ -207,6 +264,10 @@ inline ggml_status graph_compute(ggml_backend_t be, ggml_cgraph* g) {
     }
 }
 
+inline bool is_view_op(ggml_op op) {
+    return op == GGML_OP_NONE || op == GGML_OP_RESHAPE || op == GGML_OP_VIEW || op == GGML_OP_PERMUTE || op == GGML_OP_TRANSPOSE;
+}
+
 inline ggml_status compute_nodes(Context& c, ggml_cgraph* g) {
     int n_nodes = ggml_graph_n_nodes(g);
     for (int i = 0; i < n_nodes; ++i) {
@@ -214,16 +275,29 @@ inline ggml_status compute_nodes(Context& c, ggml_cgraph* g) {
         if ((n->flags & GGML_TENSOR_FLAG_COMPUTE) == 0) continue;
         switch (n->op) {
             case GGML_OP_CONV_2D: case GGML_OP_CONV_2D_DW: {
-                ggml_tensor* next = i + 1 < n_nodes ? ggml_graph_node(g, i + 1) : nullptr;
-                if (next && (next->flags & GGML_TENSOR_FLAG_COMPUTE) && is_conv_bias(next) && next->src[0] == n) {
-                    conv2d(c, n, next->src[1], n->data);  // the add is in place: same memory
-                    ++i;
-                } else {
-                    conv2d(c, n, nullptr, n->data);
+                // the bias add and the activation that follow are in place: same memory, one primitive
+                // (reshapes and views between them compute nothing)
+                auto next = [&](int j) {
+                    while (j < n_nodes && is_view_op(ggml_graph_node(g, j)->op)) ++j;
+                    return j;
+                };
+                const ggml_tensor* bias = nullptr;
+                int j = next(i + 1);
+                if (j < n_nodes && is_conv_bias(ggml_graph_node(g, j)) && ggml_graph_node(g, j)->src[0] == n) {
+                    bias = ggml_graph_node(g, j)->src[1];
+                    i = j;
+                    j = next(i + 1);
                 }
+                const ggml_tensor* act = nullptr;
+                if (j < n_nodes && is_conv_activation(ggml_graph_node(g, j)) && ggml_graph_node(g, j)->view_src == n) {
+                    act = ggml_graph_node(g, j);
+                    i = j;
+                }
+                conv2d(c, n, bias, activation_of(act), n->data);
                 break;
             }
             case GGML_OP_ADD: add_bias(n); break;
+            case GGML_OP_UNARY: case GGML_OP_CLAMP: activation(n); break;
             case GGML_OP_MUL_MAT: mul_mat(c, n); break;
             case GGML_OP_NONE: case GGML_OP_RESHAPE: case GGML_OP_VIEW: case GGML_OP_PERMUTE: case GGML_OP_TRANSPOSE: break;
             default: return GGML_STATUS_FAILED;
@@ -273,6 +347,7 @@ inline bool dev_supports_op(ggml_backend_dev_t, const ggml_tensor* op) {
         case GGML_OP_NONE: case GGML_OP_RESHAPE: case GGML_OP_VIEW: case GGML_OP_PERMUTE: case GGML_OP_TRANSPOSE: return true;
         case GGML_OP_CONV_2D: case GGML_OP_CONV_2D_DW: return conv_supported(op);
         case GGML_OP_ADD: return is_conv_bias(op);
+        case GGML_OP_UNARY: case GGML_OP_CLAMP: return is_conv_activation(op);
         case GGML_OP_MUL_MAT: return mul_mat_supported(op);
         default: return false;
     }
