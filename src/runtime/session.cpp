@@ -114,6 +114,9 @@ void Session::init(const SessionOptions& opts) {
     for (ggml_backend_t be : backends)
         if (be) cbytes += ggml_backend_sched_get_buffer_size(sched_, be);
     check_memory(wbytes + cbytes, g.path + ": the weights and compute buffers");
+#ifdef O2G_USE_ONEDNN
+    o2g_onednn::set_compute_bytes(backend_, sched_);
+#endif
     if (!ggml_backend_sched_alloc_graph(sched_, bg_->gf)) fail(kExitInternal, "cannot allocate the compute graph");
 }
 

@@ -149,6 +149,9 @@ int main(int argc, char** argv) {
     ggml_backend_t backends[2] = {backend, cpu};
     ggml_backend_sched_t sched = ggml_backend_sched_new(backends, nullptr, cpu ? 2 : 1, model::graph_size, false, true);
     if (!ggml_backend_sched_alloc_graph(sched, gf)) die("cannot allocate the compute graph");
+#ifdef O2G_USE_ONEDNN
+    o2g_onednn::set_compute_bytes(backend, sched);
+#endif
 
     for (int k = 0; k < model::n_inputs; ++k) {
         npy::Array& a = in_data[k];
