@@ -53,17 +53,18 @@ struct Context {
         std::map<const void*, dnnl::memory> weights;  // reordered kernels, by ggml data pointer
     };
     std::map<Key, Blocked> blocked;
-    // One scratchpad for every convolution (they run one at a time): Winograd's transformed tiles
-    // would otherwise be held per primitive.
-    std::vector<char> scratch;
+    // One arena for every convolution's temporaries (they run one at a time): the scratchpad
+    // (Winograd's transformed tiles) and the blocked copies of the activations. Grown, never
+    // shrunk: allocated once, not per call (large transient allocations fragment the heap and
+    // stay resident), and no scratchpad is held per primitive.
+    std::vector<char> arena;
     size_t wino_budget = 0;  // largest scratchpad a Winograd convolution may take (set_compute_bytes)
-    dnnl::memory scratchpad(const dnnl::memory::desc& d) {
-        if (scratch.size() < d.get_size()) {
-            scratch.clear();
-            scratch.shrink_to_fit();
-            scratch.resize(d.get_size());
+    char* reserve(size_t bytes) {
+        if (arena.size() < bytes) {
+            arena = std::vector<char>();  // the old block goes before the larger one is made
+            arena.resize(bytes);
         }
-        return dnnl::memory(d, eng, scratch.data());
+        return arena.data();
     }
 };
 
@@ -189,14 +190,24 @@ inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, 
             if (wb != wsrc) dnnl::reorder(wsrc, wb).execute(c.strm, wsrc, wb);
             if (is_weight) b.weights.emplace(k->data, wb);
         }
-        dnnl::memory bx = in_nhwc ? dnnl::memory(b.src, c.eng, x->data) : b.src == src_md ? xm : dnnl::memory(b.src, c.eng);
-        dnnl::memory by = out_nhwc ? dnnl::memory(b.dst, c.eng, out) : b.dst == dst_md ? ym : dnnl::memory(b.dst, c.eng);
-        if (!in_nhwc && bx != xm) dnnl::reorder(xm, bx).execute(c.strm, xm, bx);
+        // the temporaries, carved from the context's arena at page-aligned offsets
+        bool copy_x = !in_nhwc && b.src != src_md, copy_y = !out_nhwc && b.dst != dst_md;
+        size_t used = 0;
+        auto carve = [&](const dnnl::memory::desc& d, bool need) {
+            size_t off = used;
+            if (need) used += (d.get_size() + 4095) / 4096 * 4096;
+            return off;
+        };
+        size_t s_off = carve(b.scratch, true), x_off = carve(b.src, copy_x), y_off = carve(b.dst, copy_y);
+        char* arena = c.reserve(used);
+        dnnl::memory bx = in_nhwc ? dnnl::memory(b.src, c.eng, x->data) : copy_x ? dnnl::memory(b.src, c.eng, arena + x_off) : xm;
+        dnnl::memory by = out_nhwc ? dnnl::memory(b.dst, c.eng, out) : copy_y ? dnnl::memory(b.dst, c.eng, arena + y_off) : ym;
+        if (copy_x) dnnl::reorder(xm, bx).execute(c.strm, xm, bx);
         std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, bx}, {DNNL_ARG_WEIGHTS, wb}, {DNNL_ARG_DST, by}};
         if (bias) args[DNNL_ARG_BIAS] = dnnl::memory(b_md, c.eng, bias->data);
-        args[DNNL_ARG_SCRATCHPAD] = c.scratchpad(b.scratch);
+        args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(b.scratch, c.eng, arena + s_off);
         b.conv.execute(c.strm, args);
-        if (!out_nhwc && by != ym) dnnl::reorder(by, ym).execute(c.strm, by, ym);
+        if (copy_y) dnnl::reorder(by, ym).execute(c.strm, by, ym);
         c.strm.wait();
         return;
     }
