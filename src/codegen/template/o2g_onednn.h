@@ -113,7 +113,7 @@ inline Activation activation_of(const ggml_tensor* op) {
 
 inline dnnl::primitive_attr post_ops(const Activation& a) {
     dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // Context::scratchpad
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // carved from Context::arena
     if (a.kind == 0) return attr;
     dnnl::post_ops po;
     if (a.kind == 1) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
