@@ -128,18 +128,19 @@ def main():
         "## Where the time goes",
         "",
         "`onnx2ggml run MODEL --profile` prints the time per ggml op and backend (each node alone: a convolution "
-        "and the bias/activation fused into it show as separate rows). On these models with `auto`, convolutions take "
-        "70-85% of the VAE's time: oneDNN's direct convolution, in plain NCHW/OIHW layouts on small maps (no reorder, "
-        "no second copy of the weights; a ReLU/Clip after it runs as a separate pass, since oneDNN's NCHW gemm "
-        "convolution applies post-ops slowly) and, for depthwise convolutions, maps of 64x64 or more and chains of "
-        "convolutions, in oneDNN's blocked layouts with the ReLU/Clip as a post-op (a reordered copy of the kernel "
-        "kept: the difference in peak RSS). Between two convolutions of a chain (the second the only reader of the "
-        "first, through an in-place ReLU/Clip: mobilenet_v2's expand/depthwise/project, resnet's bottlenecks) the "
-        "tensor stays NHWC: no reorder; at a chain's ends activations are reordered from and to NCHW. The rest is "
-        "ggml's CPU kernels for GroupNorm, SiLU, the residual adds and the GroupNorm affine. The UNet's and CLIP's "
-        "time is mostly matrix products (oneDNN matmul) and softmax. What ONNX Runtime does that onnx2ggml does not "
-        "yet: blocked activation layouts kept through the residual adds and normalizations too (onnx2ggml reorders at "
-        "every chain end), and its own convolution kernels (MLAS), faster than oneDNN 2.6's on resnet50's shapes.",
+        "and the bias, residual sum and activation fused into it show as separate rows). With `auto`, the "
+        "convolutions are oneDNN primitives with the bias, the residual sum (ResNet's and mobilenet_v2's skip "
+        "connections, the VAE's resnet blocks) and the ReLU/Clip as post-ops; on maps of 64x64 or more, for "
+        "depthwise convolutions and wherever a tensor goes from one convolution to others, in oneDNN's blocked "
+        "layouts (nChw16c; a reordered copy of the kernel kept: the difference in peak RSS), with Winograd for 3x3 "
+        "stride-1 convolutions on maps of 14x14 or more; elsewhere in plain NCHW/OIHW (no copy of the weights). A "
+        "tensor whose readers are all convolutions or residual sums (a ResNet's whole residual stream, "
+        "mobilenet_v2's blocks) stays in the blocked layout: no reorder, no separate add or ReLU pass. Convolutions "
+        "take 70-85% of the VAE's time; the rest is ggml's CPU kernels for GroupNorm, SiLU and the GroupNorm "
+        "affine. The UNet's and CLIP's time is mostly matrix products (oneDNN matmul) and softmax. What ONNX "
+        "Runtime does that onnx2ggml does not yet: blocked layouts kept through the normalizations too "
+        "(onnx2ggml reorders around every GroupNorm), and weights kept only in their reordered form (onnx2ggml "
+        "keeps ggml's copy as well).",
         "",
     ]
     os.makedirs(os.path.dirname(a.out), exist_ok=True)

@@ -272,7 +272,9 @@ int cmd_run(const Args& a) {
     Graph g = prepare(a.model, a.copts);
     std::vector<Tensor> ins = gather_inputs(g, a);
     Session s(g, SessionOptions{a.backend, a.threads, a.f16, true});
-    if (a.profile) {  // one plain run to warm up, then one run with every node timed
+    if (a.profile) {  // one plain run to warm up, one with every node alone (a backend may prepare
+        s.run(ins);     // kernels for nodes it fuses otherwise), then that again, timed
+        s.set_profile(true);
         s.run(ins);
         s.set_profile(true);
     }

@@ -1,4 +1,5 @@
 #include "lower/lower.h"
+#include "o2g_kernels.h"
 
 #include <cstring>
 
@@ -64,6 +65,34 @@ void LowerCtx::set(int i, ggml_tensor* t) {
         internal_error(where() + ": lowering produced ggml type " + ggml_type_name(t->type) + " for output '" + v.name + "'");
     b.name(t, v.name);
     st_.vmap[node().outputs[i]] = t;
+}
+
+ggml_tensor* LowerCtx::conv_behind(int i) {
+    if (!has(i)) return nullptr;
+    ggml_tensor* t = st_.vmap[size_t(node().inputs[size_t(i)])];
+    ggml_tensor* s = t && t->view_src ? t->view_src : t;
+    if (!s || (s->op != GGML_OP_CONV_2D && s->op != GGML_OP_CONV_2D_DW) || s->type != GGML_TYPE_F32) return nullptr;
+    auto it = st_.conv_value.find(s);
+    bool whole = ggml_is_contiguous(t) && ggml_are_same_shape(t, s) && t->view_offs == 0;
+    return it != st_.conv_value.end() && it->second == node().inputs[size_t(i)] && whole ? s : nullptr;
+}
+
+void LowerCtx::reads_private(int i, ggml_tensor* reader) {
+    ggml_tensor* conv = conv_behind(i);
+    if (!conv || conv->src[0]->type != GGML_TYPE_F32 || conv->src[1]->type != GGML_TYPE_F32) return;  // oneDNN's convolutions
+    int v = node().inputs[size_t(i)];
+    auto& rs = st_.private_readers[v];
+    rs.push_back(reader);
+    // every reader can, and a convolution reads it (a residual sum alone gains nothing: its
+    // convolution reorders the residual into its own output either way)
+    bool conv_reads = std::any_of(rs.begin(), rs.end(), [](const ggml_tensor* r) { return r->op != GGML_OP_ADD; });
+    if (int(rs.size()) == readers(v) && conv_reads)
+        for (ggml_tensor* r : rs) G(b, o2g::conv_chain, conv, r);
+}
+
+bool LowerCtx::graph_output(int i) {
+    const auto& outs = graph().outputs;
+    return std::find(outs.begin(), outs.end(), node().outputs[size_t(i)]) != outs.end();
 }
 
 ggml_tensor* LowerCtx::cont(ggml_tensor* t) {

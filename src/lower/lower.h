@@ -15,6 +15,11 @@ struct LowerState {
     std::unordered_map<int, ggml_tensor*> weight_of;  // value id -> weight tensor
     std::unordered_map<ggml_tensor*, ggml_tensor*> cont_of;  // one ggml_cont per non-contiguous tensor
     std::vector<int> uses;                 // value id -> readers (node inputs, graph outputs)
+    // A convolution's output and the in-place ops on it (bias, residual sum, ReLU/Clip): the value
+    // that holds it now, and the readers of a value that can read it in a backend's private layout
+    // (see LowerCtx::reads_private).
+    std::unordered_map<const ggml_tensor*, int> conv_value;
+    std::unordered_map<int, std::vector<ggml_tensor*>> private_readers;
 };
 
 class LowerCtx : public OpCtx {
@@ -28,6 +33,18 @@ public:
     // may then overwrite it in place.
     bool sole_reader(int i) { return has(i) && readers(node().inputs[i]) == 1; }
     int readers(int value) const { return st_.uses[size_t(value)]; }
+    // Whether output i is a graph output (which must own its memory: no in-place view).
+    bool graph_output(int i);
+    // The convolution (GGML_OP_CONV_2D/_DW, F32) whose whole output input i is, in place: the
+    // convolution's own value or the latest in-place op on it (overwrote_conv); else nullptr.
+    ggml_tensor* conv_behind(int i);
+    // Output i is input i's convolution output, overwritten in place (a ReLU, a residual sum).
+    void overwrote_conv(ggml_tensor* conv, int out = 0) { st_.conv_value[conv] = node().outputs[size_t(out)]; }
+    // `reader` (a convolution reading input i, or a residual add summing it) can read input i in
+    // in a backend's private layout. Once every reader of a convolution's output has said so, the
+    // convolution and its readers are marked (o2g::conv_chain): the oneDNN backend then keeps that
+    // tensor in its blocked layout, with no reorders.
+    void reads_private(int i, ggml_tensor* reader);
     ggml_tensor* constant(const Tensor& t, ggml_type type = GGML_TYPE_F32);  // a derived weight
     // The constant right-hand side of a MatMul/Gemm/Conv, stored as ggml_mul_mat's first operand:
     // transposed in its last two dims when `transpose`, F16 under --weights f16.

@@ -47,14 +47,37 @@ double erf_d(double x) { return std::erf(x); }
 // An activation whose input is a convolution's output (its bias add is in place on it) read by
 // nothing else overwrites that output: the oneDNN backend then runs it as the convolution's
 // post-op, and every other backend computes the same values in place.
-bool overwrites_conv(Lc& c, const ggml_tensor* x) {
-    const ggml_tensor* s = x->view_src ? x->view_src : x;
-    return (s->op == GGML_OP_CONV_2D || s->op == GGML_OP_CONV_2D_DW) && ggml_is_contiguous(x) && c.sole_reader(0);
+ggml_tensor* activation_in_place(Lc& c, ggml_tensor* x, const std::function<ggml_tensor*(bool)>& op) {
+    ggml_tensor* conv = c.sole_reader(0) && x == c.x(0) ? c.conv_behind(0) : nullptr;
+    if (conv) c.overwrote_conv(conv);
+    return op(conv != nullptr);
+}
+
+// Add(conv, r) where the convolution's output (after its in-place bias) is read by this Add
+// alone and r has its shape: the sum is written in place on the convolution's output and
+// o2g::conv_residual makes r an input of the convolution (computed before it), so the oneDNN
+// backend runs convolution + bias + residual (+ the ReLU/Clip that follows, in place too) as one
+// primitive with a sum post-op; every other backend computes the same in place. nullptr otherwise.
+ggml_tensor* residual_add(Lc& c) {
+    if (c.graph_output(0) || c.shape(0) != c.shape(1) || c.dtype(1) != DType::F32) return nullptr;
+    for (int i = 0; i < 2; ++i) {
+        ggml_tensor* y = c.x(i);
+        ggml_tensor* conv = c.sole_reader(i) ? c.conv_behind(i) : nullptr;
+        // the convolution's output or its bias add (the order conv, bias, sum, activation)
+        if (!conv || conv->src[2] || !(y == conv || (y->op == GGML_OP_ADD && y->src[0] == conv))) continue;
+        ggml_tensor* r = c.cont(c.x(1 - i));
+        if (!ggml_are_same_shape(r, y) || r->type != GGML_TYPE_F32) continue;
+        ggml_tensor* sum = G(c.b, o2g::conv_residual, G(c.b, ggml_add_inplace, y, r));
+        c.overwrote_conv(conv);
+        if (r == c.x(1 - i)) c.reads_private(1 - i, sum);
+        return sum;
+    }
+    return nullptr;
 }
 
 void register_unary(Registry& r) {
     unary(r, "Relu", [](OpCtx&, double x) { return x > 0 ? x : 0.0; },
-          [](Lc& c, ggml_tensor* x) { return overwrites_conv(c, x) ? G(c.b, ggml_relu_inplace, x) : G(c.b, ggml_relu, x); },
+          [](Lc& c, ggml_tensor* x) { return activation_in_place(c, x, [&](bool in_place) { return in_place ? G(c.b, ggml_relu_inplace, x) : G(c.b, ggml_relu, x); }); },
           [](int64_t x) { return x > 0 ? x : 0; });
     unary(r, "LeakyRelu", [](OpCtx& c, double x) { return x >= 0 ? x : x * c.af("alpha", 0.01f); },
           [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_leaky_relu, x, c.af("alpha", 0.01f), false); });
@@ -212,7 +235,8 @@ void binary(Registry& r, const std::string& op, FloatFn ff, IntFn fi, LowerCtx::
     if (lowerable)
         d.lower = [bin](Lc& c) {
             if (c.dtype(0) != DType::F32) c.fail_unsupported(std::string("device arithmetic on ") + dtype_name(c.dtype(0)) + " tensors is not supported");
-            c.set(0, c.binary(bin, c.x(0), operand_shape(c, 0), c.x(1), operand_shape(c, 1)));
+            ggml_tensor* y = bin == LowerCtx::Bin::Add ? residual_add(c) : nullptr;
+            c.set(0, y ? y : c.binary(bin, c.x(0), operand_shape(c, 0), c.x(1), operand_shape(c, 1)));
         };
     r.add(std::move(d));
 }
@@ -433,7 +457,9 @@ void register_clip_cast(Registry& r) {
             double lo, hi;
             bounds(c, lo, hi);
             ggml_tensor* x = c.xc(0);
-            c.set(0, overwrites_conv(c, x) ? G(c.b, ggml_clamp_inplace, x, float(lo), float(hi)) : G(c.b, ggml_clamp, x, float(lo), float(hi)));
+            c.set(0, activation_in_place(c, x, [&](bool in_place) {
+                return in_place ? G(c.b, ggml_clamp_inplace, x, float(lo), float(hi)) : G(c.b, ggml_clamp, x, float(lo), float(hi));
+            }));
         };
         r.add(std::move(d));
     }

@@ -77,24 +77,6 @@ ggml_tensor* conv2d_f32(Lc& c, ggml_tensor* w, ggml_tensor* x, int s0, int s1, i
     return G(c.b, ggml_cont, G(c.b, ggml_permute, r, 0, 1, 3, 2));
 }
 
-// The convolution whose output only this node reads, directly or through an in-place ReLU/Clip
-// (elementwise.cpp): its ggml tensor, else nullptr.
-ggml_tensor* sole_conv_input(Lc& c, ggml_tensor* x) {
-    const Graph& g = c.graph();
-    int v = c.node().inputs[0];
-    if (c.readers(v) != 1 || g.values[size_t(v)].producer < 0) return nullptr;
-    const Node* n = &g.nodes[size_t(g.values[size_t(v)].producer)];
-    if ((n->op_type == "Relu" || n->op_type == "Clip") && !n->inputs.empty() && n->inputs[0] >= 0) {
-        v = n->inputs[0];
-        if (c.readers(v) != 1 || g.values[size_t(v)].producer < 0) return nullptr;
-        n = &g.nodes[size_t(g.values[size_t(v)].producer)];
-    }
-    ggml_tensor* s = x->view_src ? x->view_src : x;
-    bool conv = s->op == GGML_OP_CONV_2D || s->op == GGML_OP_CONV_2D_DW;
-    if (n->op_type != "Conv" || !conv || s->src[0]->type != GGML_TYPE_F32 || s->src[1]->type != GGML_TYPE_F32) return nullptr;
-    return s;
-}
-
 void lower_conv(Lc& c) {
     const Shape& ws = c.shape(1);
     std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
@@ -119,7 +101,7 @@ void lower_conv(Lc& c) {
     bool depthwise = group == C && M == C && group > 1;
     ggml_tensor* w = c.is_const(1) && !depthwise ? c.matrix_weight(1, w4, false) : c.reshape(c.x(1), w4);
     if (C % group || M % group || w4[1] != C / group) c.fail("weight shape " + shape_str(ws) + " does not match input " + shape_str(xs) + " with group " + std::to_string(group));
-    ggml_tensor* y;
+    ggml_tensor* y = nullptr;
     if (group == 1) {
         // GGML_OP_CONV_2D: ggml's CPU backend tiles im2col + gemm in its work buffer (as fast as a
         // whole im2col + mul_mat, without the im2col tensor); the oneDNN backend takes it whole
@@ -127,12 +109,11 @@ void lower_conv(Lc& c) {
     } else if (depthwise) {
         y = G(c.b, ggml_conv_2d_dw_direct, w, x, s0, s1, p0, p1, d0, d1);
     }
-    if (group == 1 || depthwise) {  // a chain of convolutions: the tensor between may stay in a backend's layout
-        ggml_tensor* a = sole_conv_input(c, x);
-        if (a && w->type == GGML_TYPE_F32) y = G(c.b, o2g::conv_chain, a, y);
+    ggml_tensor* conv = y;
+    if (group == 1 || depthwise) {  // reading a convolution's output, this one may take it in a backend's layout
+        if (w->type == GGML_TYPE_F32 && x == c.x(0)) c.reads_private(0, conv);
     } else {
         int64_t cg = C / group, mg = M / group;
-        y = nullptr;
         for (int64_t gi = 0; gi < group; ++gi) {
             ggml_tensor* xg = c.cont(c.slice(x, 2, gi * cg, cg));
             ggml_tensor* wg = c.cont(c.slice(w, 3, gi * mg, mg));
@@ -143,11 +124,10 @@ void lower_conv(Lc& c) {
     // the bias in one add, in place on the convolution's own output (the oneDNN backend folds it
     // into the convolution); not for a graph output, which must own its memory (no view)
     if (c.has(2)) {
-        const auto& outs = c.graph().outputs;
-        bool is_output = std::find(outs.begin(), outs.end(), c.node().outputs[0]) != outs.end();
-        y = is_output ? G(c.b, ggml_add, y, c.reshape(c.x(2), {M, 1, 1})) : G(c.b, ggml_add_inplace, y, c.reshape(c.x(2), {M, 1, 1}));
+        y = c.graph_output(0) ? G(c.b, ggml_add, y, c.reshape(c.x(2), {M, 1, 1})) : G(c.b, ggml_add_inplace, y, c.reshape(c.x(2), {M, 1, 1}));
     }
     c.set(0, c.reshape(y, c.out(0).shape));
+    if (conv) c.overwrote_conv(conv);
 }
 
 }  // namespace

@@ -199,7 +199,7 @@ static bool held_exactly(const Tensor& t) {
 }
 
 void lower_graph(Graph& g, Builder& b) {
-    LowerState st{b, std::vector<ggml_tensor*>(g.values.size(), nullptr), {}, {}, std::vector<int>(g.values.size(), 0)};
+    LowerState st{b, std::vector<ggml_tensor*>(g.values.size(), nullptr), {}, {}, std::vector<int>(g.values.size(), 0), {}, {}};
     for (const Node& n : g.nodes)
         for (int v : n.inputs)
             if (v >= 0) st.uses[size_t(v)]++;

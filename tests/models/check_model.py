@@ -2,7 +2,7 @@
 """Model parity test: `onnx2ggml run` against PyTorch's output, and the built output of
 `onnx2ggml compile` against `run`, bit for bit.
 
-usage: check_model.py ONNX2GGML MODELDIR WORKDIR [--no-compile] [--threads N] [--weights f16] [--tol T] [--backend B]
+usage: check_model.py ONNX2GGML MODELDIR WORKDIR [--no-compile] [--threads N] [--weights f16] [--tol T] [--backend B] [--profile]
 MODELDIR holds model.onnx, expected.npy and either input.npy (input named "input") or
 meta.json + in_<name>.npy per input (tests/models/export_sd.py).
 Tolerance: max |run - torch| <= 1e-4 * max |torch| (fp32); 1e-2 with --weights f16.
@@ -41,6 +41,7 @@ def main():
     ap.add_argument("--tol", type=float)
     ap.add_argument("--backend", default="cpu", help="backend of `run` (cpu = pure ggml, auto = fastest)")
     ap.add_argument("--keep", action="store_true", help="keep WORKDIR after a pass")
+    ap.add_argument("--profile", action="store_true", help="also check `run --profile` (every node computed alone)")
     a = ap.parse_args()
     tol = a.tol if a.tol is not None else (TOL if a.weights == "f32" else 1e-2)
     model = os.path.join(a.model_dir, "model.onnx")
@@ -63,6 +64,14 @@ def main():
     err = float(np.abs(got.astype(np.float64) - ref).max() / np.abs(ref).max())
     print(f"run ({a.backend}) vs PyTorch ({a.weights} weights): max error / max |ref| = {err:.3g} (tolerance {tol})")
     assert err <= tol, "run does not match PyTorch"
+    if a.profile:  # every node computed alone: the backend's unfused paths must agree too
+        prof_dir = os.path.join(a.work, "profile")
+        os.makedirs(prof_dir)
+        sh([a.bin, "run", model, *in_args, "--output-dir", prof_dir, "--threads", a.threads, "--weights", a.weights, "--backend", a.backend, "--profile"])
+        prof = np.load(os.path.join(prof_dir, "output_0.npy"))
+        perr = float(np.abs(prof.astype(np.float64) - ref).max() / np.abs(ref).max())
+        print(f"run --profile vs PyTorch: max error / max |ref| = {perr:.3g} (tolerance {tol})")
+        assert perr <= tol, "run --profile does not match PyTorch"
     if not a.no_compile:
         try:
             check_compiled(a, model, in_args, got)

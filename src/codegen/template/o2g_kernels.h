@@ -34,13 +34,25 @@ inline void map2(ggml_tensor* dst, const ggml_tensor* a, const ggml_tensor* b, i
 #define O2G_BINARY(name, expr) \
     inline void name(ggml_tensor* dst, const ggml_tensor* a, const ggml_tensor* b, int ith, int nth, void*) { map2(dst, a, b, ith, nth, [](float x, float y) -> float { return expr; }); }
 
-// Marks convolution `b` (GGML_OP_CONV_2D/_DW) as the only reader of convolution `a`'s output:
-// a backend may keep that tensor in a private layout between the two (o2g_onednn.h: NHWC, no
-// reorder). op_params 6 and 7 are past the convolution's own six; other backends ignore them.
+// Marks convolution `a`'s output as read by `b`: a convolution (its input), or the residual add of
+// o2g::conv_residual (its second operand, summed into the add's convolution). onnx2ggml marks a
+// convolution so only when every reader of its output is one of these: a backend may then keep
+// the tensor in a private layout (o2g_onednn.h: oneDNN's blocked layout, no reorders). op_params
+// 6, 7 and 8 (output, input, residual in the private layout) are past the convolution's own six;
+// other backends ignore them.
 inline ggml_tensor* conv_chain(ggml_context*, ggml_tensor* a, ggml_tensor* b) {
-    a->op_params[6] = 1;  // output read only by a convolution
-    b->op_params[7] = 1;  // input written only by a convolution
+    a->op_params[6] = 1;
+    if (b->op == GGML_OP_ADD) b->view_src->op_params[8] = 1;
+    else b->op_params[7] = 1;
     return b;
+}
+
+// `add` is ggml_add_inplace(conv output, r): makes r an input of the convolution too, so a graph
+// computes r first and a backend may run convolution and sum as one (o2g_onednn.h: a sum post-op).
+// ggml's CPU backend ignores the convolution's src[2].
+inline ggml_tensor* conv_residual(ggml_context*, ggml_tensor* add) {
+    add->view_src->src[2] = add->src[1];
+    return add;
 }
 
 O2G_UNARY(erf, std::erf(x))

@@ -45,6 +45,7 @@ struct Context {
     using Key = std::vector<int64_t>;
     std::map<Key, dnnl::convolution_forward> convs;
     std::map<Key, dnnl::matmul> matmuls;
+    std::map<Key, dnnl::pooling_forward> pools;
     // depthwise convolutions run in the layout oneDNN picks (blocked: its NCHW depthwise kernel is
     // a slow reference path); activations are reordered in and out, the (small) kernel once
     struct Blocked {
@@ -68,6 +69,19 @@ struct Context {
     }
 };
 
+// The layout a tensor of C channels keeps between convolutions (o2g::conv_chain): oneDNN's
+// blocked nChw16c on AVX-512 machines (nChw8c on others) when C is a multiple of the block, the
+// layout its fastest kernels (Winograd among them) take, and the same size as ggml's tensor;
+// NHWC otherwise.
+inline int64_t channel_block() {
+    static const int64_t b = (int(dnnl::get_effective_cpu_isa()) & int(dnnl::cpu_isa::avx512_core)) == int(dnnl::cpu_isa::avx512_core) ? 16 : 8;
+    return b;
+}
+inline dnnl::memory::desc private_layout(const dnnl::memory::dims& nchw) {
+    using tag = dnnl::memory::format_tag;
+    tag t = nchw[1] % channel_block() ? tag::nhwc : channel_block() == 16 ? tag::nChw16c : tag::nChw8c;
+    return {nchw, dnnl::memory::data_type::f32, t};
+}
 // CONV_2D (kernel [KW, KH, IC, OC]) and CONV_2D_DW (depthwise, kernel [KW, KH, 1, C]) on NCHW data
 inline bool conv_supported(const ggml_tensor* op) {
     const ggml_tensor* k = op->src[0];
@@ -83,6 +97,15 @@ inline bool is_conv_bias(const ggml_tensor* op) {
     const ggml_tensor* b = op->src[1];
     return op->op == GGML_OP_ADD && conv && b && op->view_src == conv && conv_supported(conv) &&
            b->type == GGML_TYPE_F32 && ggml_is_contiguous(b) && b->ne[0] == 1 && b->ne[1] == 1 && b->ne[2] == conv->ne[2] && b->ne[3] == 1;
+}
+
+// ADD in place on a CONV_2D output of a tensor of its shape that o2g::conv_residual made the
+// convolution's src[2] (the residual connection of a ResNet block): the primitive's sum post-op.
+inline bool is_conv_residual(const ggml_tensor* op) {
+    const ggml_tensor* conv = op->view_src;
+    const ggml_tensor* r = op->src[1];
+    return op->op == GGML_OP_ADD && conv && r && conv->src[2] == r && conv_supported(conv) && r->type == GGML_TYPE_F32 &&
+           ggml_is_contiguous(r) && ggml_are_same_shape(r, conv) && ggml_is_contiguous(op);
 }
 
 // ReLU or CLAMP (ReLU6, Clip) in place on a CONV_2D output (onnx2ggml's lowering writes an
@@ -111,24 +134,30 @@ inline Activation activation_of(const ggml_tensor* op) {
     return {1, 0, 0};
 }
 
-inline dnnl::primitive_attr post_ops(const Activation& a) {
+inline dnnl::primitive_attr post_ops(const Activation& a, bool sum) {
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // carved from Context::arena
-    if (a.kind == 0) return attr;
+    if (a.kind == 0 && !sum) return attr;
     dnnl::post_ops po;
-    if (a.kind == 1) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    if (sum) po.append_sum(1.0f);  // dst = conv + bias + dst (the residual, copied there first)
+    if (a.kind == 0) {
+    } else if (a.kind == 1) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
     else po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, a.lo, a.hi);
     attr.set_post_ops(po);
     return attr;
 }
 
-inline void apply_activation(const Activation& a, float* y, int64_t n) {
+// y = act(y + r) (r: the residual, may be null)
+inline void apply_activation(const Activation& a, float* y, const float* r, int64_t n) {
 #pragma omp parallel for
-    for (int64_t i = 0; i < n; ++i) y[i] = a.kind == 1 ? (y[i] > 0 ? y[i] : 0.0f) : std::min(std::max(y[i], a.lo), a.hi);
+    for (int64_t i = 0; i < n; ++i) {
+        float v = r ? y[i] + r[i] : y[i];
+        y[i] = a.kind == 0 ? v : a.kind == 1 ? (v > 0 ? v : 0.0f) : std::min(std::max(v, a.lo), a.hi);
+    }
 }
 
-// dst = act(conv(src[1], kernel src[0]) (+ bias, when given)), written to `out`
-inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, const Activation& act, void* out) {
+// dst = act(conv(src[1], kernel src[0]) (+ bias, when given) (+ residual, when given)), written to `out`
+inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, const ggml_tensor* residual, const Activation& act, void* out) {
     const ggml_tensor* k = dst->src[0];  // [KW, KH, IC, OC]
     const ggml_tensor* x = dst->src[1];  // [W, H, C, N]
     const int32_t* p = dst->op_params;   // s0, s1, p0, p1, d0, d1 (dim 0 = W)
@@ -142,31 +171,39 @@ inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, 
     using dt = dnnl::memory::data_type;
     dnnl::memory::desc src_md(src_d, dt::f32, tag::nchw), w_md(w_d, dt::f32, dw ? tag::goihw : tag::oihw), dst_md(dst_d, dt::f32, tag::nchw);
     dnnl::memory::desc b_md({dst_d[1]}, dt::f32, tag::x);
-    Context::Key key = {dw, src_d[0], src_d[1], src_d[2], src_d[3], dst_d[1], k->ne[1], k->ne[0], p[0], p[1], p[2], p[3], p[4], p[5], bias != nullptr};
-    // The tensor between two convolutions of a chain (o2g::conv_chain: the second is the only reader
-    // of the first) stays NHWC: the first writes it, the second reads it, no reorder between.
-    bool in_nhwc = p[7] == 1, out_nhwc = p[6] == 1;
+    Context::Key key = {dw, src_d[0], src_d[1], src_d[2], src_d[3], dst_d[1], k->ne[1], k->ne[0], p[0], p[1], p[2], p[3], p[4], p[5], bias != nullptr, residual != nullptr};
+    // A convolution's output that only convolutions (or the residual sums of convolutions) read
+    // stays in private_layout (o2g::conv_chain marks both ends): written and read with no reorder.
+    bool in_priv = p[7] == 1, out_priv = p[6] == 1, res_priv = residual && p[8] == 1;
     // Blocked layouts (reorders in and out, a reordered copy of the kernel) pay off on large
     // activation maps; on small ones the kernel copy would cost memory for little gain.
-    if (in_nhwc || out_nhwc || dw || x->ne[0] * x->ne[1] >= 4096) {
+    if (in_priv || out_priv || res_priv || dw || x->ne[0] * x->ne[1] >= 4096) {
         // the activation is the primitive's post-op (free in oneDNN's blocked kernels)
         int32_t lo_bits, hi_bits;
         std::memcpy(&lo_bits, &act.lo, 4);
         std::memcpy(&hi_bits, &act.hi, 4);
-        key.insert(key.end(), {act.kind, lo_bits, hi_bits, in_nhwc, out_nhwc});
+        key.insert(key.end(), {act.kind, lo_bits, hi_bits, in_priv, out_priv});
+        // where the input and the output are (NCHW or private_layout); oneDNN's fast kernels take one
+        // layout family on both sides: when the private layouts differ (blocked and NHWC, as the
+        // channel counts decide), the output's is taken and the input reordered to it
+        dnnl::memory::desc x_md = in_priv ? private_layout(src_d) : src_md, y_md = out_priv ? private_layout(dst_d) : dst_md;
+        bool mixed = in_priv && out_priv && (src_d[1] % channel_block() == 0) != (dst_d[1] % channel_block() == 0);
         auto bt = c.blocked.find(key);
         if (bt == c.blocked.end()) {
-            dnnl::memory::desc any_src(src_d, dt::f32, in_nhwc ? tag::nhwc : tag::any), any_w(w_d, dt::f32, tag::any),
-                any_dst(dst_d, dt::f32, out_nhwc ? tag::nhwc : tag::any);
+            dnnl::memory::desc any_src = in_priv && !mixed ? x_md : dnnl::memory::desc(src_d, dt::f32, tag::any), any_w(w_d, dt::f32, tag::any),
+                any_dst = out_priv ? private_layout(dst_d) : dnnl::memory::desc(dst_d, dt::f32, tag::any);
             auto make = [&](dnnl::algorithm alg) {
                 auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, any_src, any_w, b_md, any_dst, strides, dil, pads, pads)
                               : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, any_src, any_w, any_dst, strides, dil, pads, pads);
-                return dnnl::convolution_forward::primitive_desc(d, post_ops(act), c.eng);
+                return dnnl::convolution_forward::primitive_desc(d, post_ops(act, residual != nullptr), c.eng);
             };
             // 3x3 stride-1 convolutions: Winograd (oneDNN's F(4x4,3x3)/F(2x2,3x3), about 1.7x faster on
             // the VAE's shapes, within 1e-5 of the direct result) when its transforms fit the budget
+            // and the map has 14x14 pixels or more: on fewer, its transformed kernel (16/9 or 4x the
+            // kernel's size) costs more memory than the few tiles gain
             dnnl::convolution_forward::primitive_desc pd;
-            bool wino = !dw && k->ne[0] == 3 && k->ne[1] == 3 && p[0] == 1 && p[1] == 1 && p[4] == 1 && p[5] == 1 && c.wino_budget > 0;
+            bool wino = !dw && k->ne[0] == 3 && k->ne[1] == 3 && p[0] == 1 && p[1] == 1 && p[4] == 1 && p[5] == 1 && c.wino_budget > 0 &&
+                        dst_d[2] * dst_d[3] >= 196;
             try {
                 if (wino) pd = make(dnnl::algorithm::convolution_winograd);
                 wino = wino && pd.scratchpad_desc().get_size() <= c.wino_budget;
@@ -177,7 +214,7 @@ inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, 
             bt = c.blocked.emplace(key, Context::Blocked{dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(), pd.scratchpad_desc(), {}}).first;
         }
         Context::Blocked& b = bt->second;
-        dnnl::memory xm(src_md, c.eng, x->data), ym(dst_md, c.eng, out);
+        dnnl::memory xm(x_md, c.eng, x->data), ym(y_md, c.eng, out);
         // a weight's reordered copy is kept; a kernel computed at run time is reordered every time
         bool is_weight = k->buffer && ggml_backend_buffer_get_usage(k->buffer) == GGML_BACKEND_BUFFER_USAGE_WEIGHTS;
         auto wt = is_weight ? b.weights.find(k->data) : b.weights.end();
@@ -191,7 +228,7 @@ inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, 
             if (is_weight) b.weights.emplace(k->data, wb);
         }
         // the temporaries, carved from the context's arena at page-aligned offsets
-        bool copy_x = !in_nhwc && b.src != src_md, copy_y = !out_nhwc && b.dst != dst_md;
+        bool copy_x = b.src != x_md, copy_y = b.dst != y_md;
         size_t used = 0;
         auto carve = [&](const dnnl::memory::desc& d, bool need) {
             size_t off = used;
@@ -200,9 +237,13 @@ inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, 
         };
         size_t s_off = carve(b.scratch, true), x_off = carve(b.src, copy_x), y_off = carve(b.dst, copy_y);
         char* arena = c.reserve(used);
-        dnnl::memory bx = in_nhwc ? dnnl::memory(b.src, c.eng, x->data) : copy_x ? dnnl::memory(b.src, c.eng, arena + x_off) : xm;
-        dnnl::memory by = out_nhwc ? dnnl::memory(b.dst, c.eng, out) : copy_y ? dnnl::memory(b.dst, c.eng, arena + y_off) : ym;
+        dnnl::memory bx = copy_x ? dnnl::memory(b.src, c.eng, arena + x_off) : xm;
+        dnnl::memory by = copy_y ? dnnl::memory(b.dst, c.eng, arena + y_off) : ym;
         if (copy_x) dnnl::reorder(xm, bx).execute(c.strm, xm, bx);
+        if (residual) {  // the sum post-op adds what the destination holds: the residual, in its layout
+            dnnl::memory rm(res_priv ? private_layout(dst_d) : dst_md, c.eng, residual->data);
+            dnnl::reorder(rm, by).execute(c.strm, rm, by);
+        }
         std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, bx}, {DNNL_ARG_WEIGHTS, wb}, {DNNL_ARG_DST, by}};
         if (bias) args[DNNL_ARG_BIAS] = dnnl::memory(b_md, c.eng, bias->data);
         args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(b.scratch, c.eng, arena + s_off);
@@ -226,22 +267,48 @@ inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, 
     if (bias) args[DNNL_ARG_BIAS] = dnnl::memory(b_md, c.eng, bias->data);
     it->second.execute(c.strm, args);
     c.strm.wait();
-    if (act.kind) apply_activation(act, static_cast<float*>(out), ggml_nelements(dst));
+    const float* r = residual ? static_cast<const float*>(residual->data) : nullptr;
+    if (act.kind || r) apply_activation(act, static_cast<float*>(out), r, ggml_nelements(dst));
 }
 
 // The activation of is_conv_activation when its convolution ran elsewhere (in place).
-inline void activation(const ggml_tensor* op) { apply_activation(activation_of(op), static_cast<float*>(op->data), ggml_nelements(op)); }
+inline void activation(const ggml_tensor* op) { apply_activation(activation_of(op), static_cast<float*>(op->data), nullptr, ggml_nelements(op)); }
 
-// The per-channel bias add of is_conv_bias when its convolution ran alone (in place; NHWC when
-// the convolution keeps its output so, see conv2d).
+// The residual add of is_conv_residual when its convolution ran alone (in place; either side may
+// be in private_layout, see conv2d: a reorder that sums then).
+inline void add_residual(Context& c, const ggml_tensor* op) {
+    float* y = static_cast<float*>(op->data);
+    const ggml_tensor* r = op->src[1];
+    bool y_priv = op->view_src->op_params[6] == 1, r_priv = op->view_src->op_params[8] == 1;
+    if (y_priv == r_priv) return apply_activation({}, y, static_cast<const float*>(r->data), ggml_nelements(op));
+    dnnl::memory::dims d = {op->ne[3], op->ne[2], op->ne[1], op->ne[0]};
+    dnnl::memory::desc nchw(d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nchw);
+    dnnl::memory rm(r_priv ? private_layout(d) : nchw, c.eng, r->data), ym(y_priv ? private_layout(d) : nchw, c.eng, y);
+    dnnl::post_ops po;
+    po.append_sum(1.0f);
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(po);
+    dnnl::reorder(dnnl::reorder::primitive_desc(rm, ym, attr)).execute(c.strm, rm, ym);
+    c.strm.wait();
+}
+
+// The per-channel bias add of is_conv_bias when its convolution ran alone (in place; private_layout
+// when the convolution keeps its output so, see conv2d).
 inline void add_bias(const ggml_tensor* op) {
     const float* b = static_cast<const float*>(op->src[1]->data);
     float* y = static_cast<float*>(op->data);
-    int64_t hw = op->ne[0] * op->ne[1], C = op->ne[2];
-    bool nhwc = op->view_src && op->view_src->op_params[6] == 1;
-    for (int64_t n = 0; n < op->ne[3]; ++n)
-        for (int64_t ch = 0; ch < C; ++ch)
-            for (int64_t i = 0; i < hw; ++i) (nhwc ? y[(n * hw + i) * C + ch] : y[(n * C + ch) * hw + i]) += b[ch];
+    int64_t hw = op->ne[0] * op->ne[1], C = op->ne[2], N = op->ne[3];
+    if (!(op->view_src && op->view_src->op_params[6] == 1)) {  // NCHW: one channel per row of hw
+#pragma omp parallel for
+        for (int64_t r = 0; r < N * C; ++r)
+            for (int64_t i = 0; i < hw; ++i) y[r * hw + i] += b[r % C];
+        return;
+    }
+    // private_layout: runs of `run` consecutive channels (all C in NHWC, a block in nChw16c/8c)
+    int64_t run = C % channel_block() ? C : channel_block(), groups = C / run;
+#pragma omp parallel for
+    for (int64_t r = 0; r < N * groups * hw; ++r)
+        for (int64_t j = 0; j < run; ++j) y[r * run + j] += b[(r / hw) % groups * run + j];
 }
 
 // MUL_MAT: dst[.., M, N] = src1[.., M, K] x src0[.., N, K]^T, each operand read through its strides
@@ -275,6 +342,45 @@ inline void mul_mat(Context& c, ggml_tensor* dst) {
         it = c.matmuls.emplace(key, dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(src_md, w_md, dst_md), c.eng))).first;
     dnnl::memory sm(src_md, c.eng, b->data), wm(w_md, c.eng, a->data), dm(dst_md, c.eng, dst->data);
     it->second.execute(c.strm, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dm}});
+    c.strm.wait();
+}
+
+// POOL_2D (ggml_pool_2d: padding p on both sides, MAX over the taps inside the input, AVG divided
+// by all k0*k1 taps) on NCHW data, as oneDNN's pooling (its NCHW kernel is multithreaded, ggml's
+// is not): the right padding is what gives ggml's output size. Output d's right padding, if valid.
+inline bool pool_right_pad(const ggml_tensor* op, int d, int64_t& pr) {
+    const int32_t* o = op->op_params;  // op, k0, k1, s0, s1, p0, p1
+    int64_t k = o[1 + d], s = o[3 + d], p = o[5 + d];
+    pr = (op->ne[d] - 1) * s + k - op->src[0]->ne[d] - p;
+    return pr >= 0 && pr < k && p >= 0 && p < k;
+}
+
+inline bool pool_supported(const ggml_tensor* op) {
+    const ggml_tensor* x = op->src[0];
+    int64_t pr;
+    return op->op == GGML_OP_POOL_2D && x->type == GGML_TYPE_F32 && op->type == GGML_TYPE_F32 && ggml_is_contiguous(x) && ggml_is_contiguous(op) &&
+           (op->op_params[0] == GGML_OP_POOL_MAX || op->op_params[0] == GGML_OP_POOL_AVG) && pool_right_pad(op, 0, pr) && pool_right_pad(op, 1, pr);
+}
+
+inline void pool2d(Context& c, ggml_tensor* dst) {
+    const ggml_tensor* x = dst->src[0];
+    const int32_t* o = dst->op_params;
+    using dims = dnnl::memory::dims;
+    int64_t pr0, pr1;
+    pool_right_pad(dst, 0, pr0);
+    pool_right_pad(dst, 1, pr1);
+    dims src_d = {x->ne[3], x->ne[2], x->ne[1], x->ne[0]}, dst_d = {dst->ne[3], dst->ne[2], dst->ne[1], dst->ne[0]};
+    dims strides = {o[4], o[3]}, kernel = {o[2], o[1]}, pl = {o[6], o[5]}, pr = {pr1, pr0};
+    dnnl::memory::desc src_md(src_d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nchw), dst_md(dst_d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nchw);
+    Context::Key key = {-2, o[0], src_d[0], src_d[1], src_d[2], src_d[3], dst_d[2], dst_d[3], o[1], o[2], o[3], o[4], o[5], o[6]};
+    auto it = c.pools.find(key);
+    if (it == c.pools.end()) {
+        auto alg = o[0] == GGML_OP_POOL_MAX ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_include_padding;
+        dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, alg, src_md, dst_md, strides, kernel, pl, pr);
+        it = c.pools.emplace(key, dnnl::pooling_forward(dnnl::pooling_forward::primitive_desc(d, c.eng))).first;
+    }
+    dnnl::memory sm(src_md, c.eng, x->data), dm(dst_md, c.eng, dst->data);
+    it->second.execute(c.strm, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_DST, dm}});
     c.strm.wait();
 }
 
@@ -324,17 +430,24 @@ inline ggml_status compute_nodes(Context& c, ggml_cgraph* g) {
                     i = j;
                     j = next(i + 1);
                 }
+                const ggml_tensor* residual = nullptr;
+                if (j < n_nodes && is_conv_residual(ggml_graph_node(g, j)) && ggml_graph_node(g, j)->view_src == n) {
+                    residual = ggml_graph_node(g, j)->src[1];
+                    i = j;
+                    j = next(i + 1);
+                }
                 const ggml_tensor* act = nullptr;
                 if (j < n_nodes && is_conv_activation(ggml_graph_node(g, j)) && ggml_graph_node(g, j)->view_src == n) {
                     act = ggml_graph_node(g, j);
                     i = j;
                 }
-                conv2d(c, n, bias, activation_of(act), n->data);
+                conv2d(c, n, bias, residual, activation_of(act), n->data);
                 break;
             }
-            case GGML_OP_ADD: add_bias(n); break;
+            case GGML_OP_ADD: is_conv_residual(n) ? add_residual(c, n) : add_bias(n); break;
             case GGML_OP_UNARY: case GGML_OP_CLAMP: activation(n); break;
             case GGML_OP_MUL_MAT: mul_mat(c, n); break;
+            case GGML_OP_POOL_2D: pool2d(c, n); break;
             case GGML_OP_NONE: case GGML_OP_RESHAPE: case GGML_OP_VIEW: case GGML_OP_PERMUTE: case GGML_OP_TRANSPOSE: break;
             default: return GGML_STATUS_FAILED;
         }
@@ -392,9 +505,10 @@ inline bool dev_supports_op(ggml_backend_dev_t, const ggml_tensor* op) {
     switch (op->op) {
         case GGML_OP_NONE: case GGML_OP_RESHAPE: case GGML_OP_VIEW: case GGML_OP_PERMUTE: case GGML_OP_TRANSPOSE: return true;
         case GGML_OP_CONV_2D: case GGML_OP_CONV_2D_DW: return conv_supported(op);
-        case GGML_OP_ADD: return is_conv_bias(op);
+        case GGML_OP_ADD: return is_conv_bias(op) || is_conv_residual(op);
         case GGML_OP_UNARY: case GGML_OP_CLAMP: return is_conv_activation(op);
         case GGML_OP_MUL_MAT: return mul_mat_supported(op);
+        case GGML_OP_POOL_2D: return pool_supported(op);
         default: return false;
     }
 }
