@@ -83,10 +83,10 @@ void LowerCtx::reads_private(int i, ggml_tensor* reader) {
     int v = node().inputs[size_t(i)];
     auto& rs = st_.private_readers[v];
     rs.push_back(reader);
-    // every reader can, and a convolution reads it (a residual sum alone gains nothing: its
-    // convolution reorders the residual into its own output either way)
+    // every reader can, and a convolution reads it or the producer reads its own input so (a residual
+    // sum alone gains nothing from it otherwise: its convolution reorders the residual either way)
     bool conv_reads = std::any_of(rs.begin(), rs.end(), [](const ggml_tensor* r) { return r->op != GGML_OP_ADD; });
-    if (int(rs.size()) == readers(v) && conv_reads)
+    if (int(rs.size()) == readers(v) && (conv_reads || conv->op_params[7] == 1))
         for (ggml_tensor* r : rs) G(b, o2g::conv_chain, conv, r);
 }
 

@@ -51,6 +51,7 @@ struct Context {
     struct Blocked {
         dnnl::convolution_forward conv;
         dnnl::memory::desc src, w, dst, scratch;  // the primitive's layouts, its scratchpad
+        bool add_residual = false;  // the residual is a binary post-op's operand (else a sum post-op's)
         std::map<const void*, dnnl::memory> weights;  // reordered kernels, by ggml data pointer
     };
     std::map<Key, Blocked> blocked;
@@ -134,12 +135,15 @@ inline Activation activation_of(const ggml_tensor* op) {
     return {1, 0, 0};
 }
 
-inline dnnl::primitive_attr post_ops(const Activation& a, bool sum) {
+// The post-ops: the residual (`sum`: added from the destination, copied there first; `add`: a
+// binary add reading it where it is, in that layout), then the activation.
+inline dnnl::primitive_attr post_ops(const Activation& a, bool sum, const dnnl::memory::desc* add = nullptr) {
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // carved from Context::arena
-    if (a.kind == 0 && !sum) return attr;
+    if (a.kind == 0 && !sum && !add) return attr;
     dnnl::post_ops po;
-    if (sum) po.append_sum(1.0f);  // dst = conv + bias + dst (the residual, copied there first)
+    if (add) po.append_binary(dnnl::algorithm::binary_add, *add);
+    else if (sum) po.append_sum(1.0f);
     if (a.kind == 0) {
     } else if (a.kind == 1) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
     else po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, a.lo, a.hi);
@@ -176,13 +180,14 @@ inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, 
     // stays in private_layout (o2g::conv_chain marks both ends): written and read with no reorder.
     bool in_priv = p[7] == 1, out_priv = p[6] == 1, res_priv = residual && p[8] == 1;
     // Blocked layouts (reorders in and out, a reordered copy of the kernel) pay off on large
-    // activation maps; on small ones the kernel copy would cost memory for little gain.
-    if (in_priv || out_priv || res_priv || dw || x->ne[0] * x->ne[1] >= 4096) {
+    // activation maps (measured: about 2x faster from 56x56 up, 1.3x at 32x32, none at 16x16); on
+    // small ones the kernel copy would cost memory for little gain (the UNet's 32x32 latent: 0.5 GB).
+    if (in_priv || out_priv || res_priv || dw || x->ne[0] * x->ne[1] >= 56 * 56) {
         // the activation is the primitive's post-op (free in oneDNN's blocked kernels)
         int32_t lo_bits, hi_bits;
         std::memcpy(&lo_bits, &act.lo, 4);
         std::memcpy(&hi_bits, &act.hi, 4);
-        key.insert(key.end(), {act.kind, lo_bits, hi_bits, in_priv, out_priv});
+        key.insert(key.end(), {act.kind, lo_bits, hi_bits, in_priv, out_priv, res_priv});
         // where the input and the output are (NCHW or private_layout); oneDNN's fast kernels take one
         // layout family on both sides: when the private layouts differ (blocked and NHWC, as the
         // channel counts decide), the output's is taken and the input reordered to it
@@ -192,10 +197,18 @@ inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, 
         if (bt == c.blocked.end()) {
             dnnl::memory::desc any_src = in_priv && !mixed ? x_md : dnnl::memory::desc(src_d, dt::f32, tag::any), any_w(w_d, dt::f32, tag::any),
                 any_dst = out_priv ? private_layout(dst_d) : dnnl::memory::desc(dst_d, dt::f32, tag::any);
+            // a residual in the output's own (private) layout is read in place by a binary post-op where
+            // the kernel supports one (no copy); otherwise it is copied into the output and summed
+            bool add = res_priv && out_priv;
             auto make = [&](dnnl::algorithm alg) {
                 auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, any_src, any_w, b_md, any_dst, strides, dil, pads, pads)
                               : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, any_src, any_w, any_dst, strides, dil, pads, pads);
-                return dnnl::convolution_forward::primitive_desc(d, post_ops(act, residual != nullptr), c.eng);
+                dnnl::convolution_forward::primitive_desc pd(d, post_ops(act, residual != nullptr, add ? &y_md : nullptr), c.eng);
+                if (add && std::strncmp(pd.impl_info_str(), "ref", 3) == 0) {  // no optimized kernel with it
+                    add = false;
+                    pd = dnnl::convolution_forward::primitive_desc(d, post_ops(act, true), c.eng);
+                }
+                return pd;
             };
             // 3x3 stride-1 convolutions: Winograd (oneDNN's F(4x4,3x3)/F(2x2,3x3), about 1.7x faster on
             // the VAE's shapes, within 1e-5 of the direct result) when its transforms fit the budget
@@ -211,7 +224,7 @@ inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, 
                 wino = false;
             }
             if (!wino) pd = make(dnnl::algorithm::convolution_direct);
-            bt = c.blocked.emplace(key, Context::Blocked{dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(), pd.scratchpad_desc(), {}}).first;
+            bt = c.blocked.emplace(key, Context::Blocked{dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(), pd.scratchpad_desc(), add, {}}).first;
         }
         Context::Blocked& b = bt->second;
         dnnl::memory xm(x_md, c.eng, x->data), ym(y_md, c.eng, out);
@@ -240,11 +253,11 @@ inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, 
         dnnl::memory bx = copy_x ? dnnl::memory(b.src, c.eng, arena + x_off) : xm;
         dnnl::memory by = copy_y ? dnnl::memory(b.dst, c.eng, arena + y_off) : ym;
         if (copy_x) dnnl::reorder(xm, bx).execute(c.strm, xm, bx);
-        if (residual) {  // the sum post-op adds what the destination holds: the residual, in its layout
-            dnnl::memory rm(res_priv ? private_layout(dst_d) : dst_md, c.eng, residual->data);
-            dnnl::reorder(rm, by).execute(c.strm, rm, by);
-        }
+        dnnl::memory rm;
+        if (residual) rm = dnnl::memory(res_priv ? private_layout(dst_d) : dst_md, c.eng, residual->data);
+        if (residual && !b.add_residual) dnnl::reorder(rm, by).execute(c.strm, rm, by);  // for the sum post-op
         std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, bx}, {DNNL_ARG_WEIGHTS, wb}, {DNNL_ARG_DST, by}};
+        if (b.add_residual) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = rm;
         if (bias) args[DNNL_ARG_BIAS] = dnnl::memory(b_md, c.eng, bias->data);
         args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(b.scratch, c.eng, arena + s_off);
         b.conv.execute(c.strm, args);
