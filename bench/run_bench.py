@@ -139,7 +139,7 @@ def main():
         "`onnx2ggml run MODEL --profile` prints the time per ggml op and backend (each node alone: a convolution "
         "and the bias, residual sum and activation fused into it show as separate rows). With `auto`, the "
         "convolutions are oneDNN primitives with the bias, the residual sum (ResNet's and mobilenet_v2's skip "
-        "connections, the VAE's resnet blocks) and the ReLU/Clip as post-ops; on maps of 64x64 or more, for "
+        "connections, the VAE's resnet blocks) and the ReLU/Clip as post-ops; on maps of 56x56 or more, for "
         "depthwise convolutions and wherever a tensor goes from one convolution to others, in oneDNN's blocked "
         "layouts (nChw16c; a reordered copy of the kernel kept: the difference in peak RSS), with Winograd for 3x3 "
         "stride-1 convolutions on maps of 14x14 or more; elsewhere in plain NCHW/OIHW (no copy of the weights). A "

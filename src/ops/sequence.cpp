@@ -42,6 +42,7 @@ void register_sequence(Registry& r) {
         c.set_seq(0, e);
     });
     def(r, "SequenceInsert", [](OpCtx& c) {
+        if (!c.has(1)) c.fail("no tensor to insert (input 1)");
         std::vector<int> e = seq_in(c, 0);
         int64_t n = int64_t(e.size());
         e.insert(e.begin() + seq_pos(c, 2, n, n, 1), c.node().inputs[1]);

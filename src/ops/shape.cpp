@@ -150,8 +150,13 @@ std::vector<int64_t> gather_elements_index(OpCtx& c) {
 Shape gather_nd_shape(OpCtx& c) {
     const Shape& s = c.shape(0);
     const Shape& is = c.shape(1);
-    int64_t b = c.ai("batch_dims", 0), k = is.back();
-    if (is.empty() || k > int64_t(s.size()) - b) c.fail("indices last dim too large");
+    int64_t b = c.ai("batch_dims", 0);
+    if (is.empty() || s.empty()) c.fail("GatherND needs data and indices of rank >= 1");
+    if (b < 0 || b >= int64_t(std::min(s.size(), is.size()))) c.fail("batch_dims " + std::to_string(b) + " is out of range");
+    for (int64_t i = 0; i < b; ++i)
+        if (s[size_t(i)] != is[size_t(i)]) c.fail("data and indices differ in batch dim " + std::to_string(i));
+    int64_t k = is.back();
+    if (k < 1 || k > int64_t(s.size()) - b) c.fail("indices last dim " + std::to_string(k) + " is out of range");
     Shape o(is.begin(), is.end() - 1);
     o.insert(o.end(), s.begin() + b + k, s.end());
     return o;

@@ -232,6 +232,13 @@ case("axis out of range", run(single("axis.onnx", helper.make_node("Softmax", ["
      r"sm.*axis 5 is out of range for rank 2")
 case("slice step 0", run(single("slice.onnx", helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"], name="sl"), [vi("x", [4])],
                                 [numpy_helper.from_array(np.array([v], np.int64), n) for n, v in [("st", 0), ("en", 4), ("ax", 0), ("sp", 0)]])), 2, r"sl.*slice step 0")
+seq_empty = helper.make_node("SequenceEmpty", [], ["s0"], name="se")
+seq_ins = helper.make_node("SequenceInsert", ["s0"], ["s1"], name="si")  # no tensor to insert (fuzz_model found it)
+seq_len = helper.make_node("SequenceLength", ["s1"], ["y"], name="sl")
+case("fuzz: SequenceInsert without a tensor", run(save("seq_ins.onnx", model([seq_empty, seq_ins, seq_len], [vi("x", [1])], [vi("y", None, TensorProto.INT64)]))), 2,
+     r"si.*SequenceInsert.*no tensor to insert")
+case("fuzz: GatherND with scalar indices", run(single("gnd.onnx", helper.make_node("GatherND", ["x", "i"], ["y"], name="gn"), [vi("x", [2, 3])],
+                                               [numpy_helper.from_array(np.array(0, np.int64), "i")])), 2, r"gn.*rank >= 1")
 case("split sizes do not add up", run(single("split.onnx", helper.make_node("Split", ["x", "sz"], ["y"], name="sp"), [vi("x", [6])],
                                              [numpy_helper.from_array(np.array([2, 2], np.int64), "sz")])), 2, r"sp.*do not add up")
 case("expand incompatible", run(single("expand.onnx", helper.make_node("Expand", ["x", "s"], ["y"], name="ex"), [vi("x", [2, 3])],
