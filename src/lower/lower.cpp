@@ -67,14 +67,15 @@ void LowerCtx::set(int i, ggml_tensor* t) {
     st_.vmap[node().outputs[i]] = t;
 }
 
-ggml_tensor* LowerCtx::conv_behind(int i) {
+ggml_tensor* LowerCtx::fused_behind(int i, bool conv) {
     if (!has(i)) return nullptr;
     ggml_tensor* t = st_.vmap[size_t(node().inputs[size_t(i)])];
     ggml_tensor* s = t && t->view_src ? t->view_src : t;
-    if (!s || (s->op != GGML_OP_CONV_2D && s->op != GGML_OP_CONV_2D_DW) || s->type != GGML_TYPE_F32) return nullptr;
-    auto it = st_.conv_value.find(s);
-    bool whole = ggml_is_contiguous(t) && ggml_are_same_shape(t, s) && t->view_offs == 0;
-    return it != st_.conv_value.end() && it->second == node().inputs[size_t(i)] && whole ? s : nullptr;
+    bool op = conv ? s && (s->op == GGML_OP_CONV_2D || s->op == GGML_OP_CONV_2D_DW) : s && s->op == GGML_OP_GROUP_NORM;
+    if (!op || s->type != GGML_TYPE_F32) return nullptr;
+    auto it = st_.fused_value.find(s);
+    bool whole = ggml_is_contiguous(t) && (conv ? ggml_are_same_shape(t, s) : ggml_nelements(t) == ggml_nelements(s)) && t->view_offs == 0;
+    return it != st_.fused_value.end() && it->second == node().inputs[size_t(i)] && whole ? s : nullptr;
 }
 
 void LowerCtx::reads_private(int i, ggml_tensor* reader) {

@@ -15,10 +15,10 @@ struct LowerState {
     std::unordered_map<int, ggml_tensor*> weight_of;  // value id -> weight tensor
     std::unordered_map<ggml_tensor*, ggml_tensor*> cont_of;  // one ggml_cont per non-contiguous tensor
     std::vector<int> uses;                 // value id -> readers (node inputs, graph outputs)
-    // A convolution's output and the in-place ops on it (bias, residual sum, ReLU/Clip): the value
-    // that holds it now, and the readers of a value that can read it in a backend's private layout
-    // (see LowerCtx::reads_private).
-    std::unordered_map<const ggml_tensor*, int> conv_value;
+    // A convolution's or GroupNorm's output and the in-place ops on it (bias, residual sum,
+    // ReLU/Clip; affine, SiLU): the value that holds it now, and the readers of a value that can
+    // read it in a backend's private layout (see LowerCtx::reads_private).
+    std::unordered_map<const ggml_tensor*, int> fused_value;
     std::unordered_map<int, std::vector<ggml_tensor*>> private_readers;
 };
 
@@ -36,10 +36,14 @@ public:
     // Whether output i is a graph output (which must own its memory: no in-place view).
     bool graph_output(int i);
     // The convolution (GGML_OP_CONV_2D/_DW, F32) whose whole output input i is, in place: the
-    // convolution's own value or the latest in-place op on it (overwrote_conv); else nullptr.
-    ggml_tensor* conv_behind(int i);
-    // Output i is input i's convolution output, overwritten in place (a ReLU, a residual sum).
-    void overwrote_conv(ggml_tensor* conv, int out = 0) { st_.conv_value[conv] = node().outputs[size_t(out)]; }
+    // convolution's own value or the latest in-place op on it (overwrote); else nullptr.
+    ggml_tensor* conv_behind(int i) { return fused_behind(i, true); }
+    // The same for a GGML_OP_GROUP_NORM (F32) whose output input i is, in place (any shape of its
+    // elements: GroupNorm's lowering reshapes it back to the input's).
+    ggml_tensor* norm_behind(int i) { return fused_behind(i, false); }
+    // Output `out` holds `node`'s output now (a convolution's or GroupNorm's), overwritten in place
+    // (a bias, a ReLU, a residual sum, an affine, a SiLU): the backends fuse such chains.
+    void overwrote(ggml_tensor* node, int out = 0) { st_.fused_value[node] = this->node().outputs[size_t(out)]; }
     // `reader` (a convolution reading input i, or a residual add summing it) can read input i in
     // in a backend's private layout. Once every reader of a convolution's output has said so, the
     // convolution and its readers are marked (o2g::conv_chain): the oneDNN backend then keeps that
@@ -68,6 +72,7 @@ public:
     ggml_tensor* binary(Bin op, int ia, int ib) { return binary(op, x(ia), shape(ia), x(ib), shape(ib)); }
 
 private:
+    ggml_tensor* fused_behind(int i, bool conv);
     LowerState& st_;
 };
 

@@ -49,7 +49,7 @@ double erf_d(double x) { return std::erf(x); }
 // post-op, and every other backend computes the same values in place.
 ggml_tensor* activation_in_place(Lc& c, ggml_tensor* x, const std::function<ggml_tensor*(bool)>& op) {
     ggml_tensor* conv = c.sole_reader(0) && x == c.x(0) ? c.conv_behind(0) : nullptr;
-    if (conv) c.overwrote_conv(conv);
+    if (conv) c.overwrote(conv);
     return op(conv != nullptr);
 }
 
@@ -68,7 +68,7 @@ ggml_tensor* residual_add(Lc& c) {
         ggml_tensor* r = c.cont(c.x(1 - i));
         if (!ggml_are_same_shape(r, y) || r->type != GGML_TYPE_F32) continue;
         ggml_tensor* sum = G(c.b, o2g::conv_residual, G(c.b, ggml_add_inplace, y, r));
-        c.overwrote_conv(conv);
+        c.overwrote(conv);
         if (r == c.x(1 - i)) c.reads_private(1 - i, sum);
         return sum;
     }
@@ -170,7 +170,14 @@ void register_unary(Registry& r) {
           });
     // Internal ops produced by the fusion passes.
     unary(r, "o2g.Silu", [](OpCtx&, double x) { return x / (1.0 + std::exp(-x)); },
-          [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_silu, x); });
+          [](Lc& c, ggml_tensor* x) {
+              // in place on a GroupNorm's output that nothing else reads: fused with it (lower_group_norm)
+              if (c.sole_reader(0) && x == c.x(0) && !c.graph_output(0) && c.norm_behind(0)) {
+                  c.overwrote(c.norm_behind(0));
+                  return G(c.b, ggml_silu_inplace, x);
+              }
+              return G(c.b, ggml_silu, x);
+          });
     unary(r, "Not", [](OpCtx&, double x) { return double(x == 0); }, custom1(o2g::logical_not), [](int64_t x) { return int64_t(x == 0); });
     {  // IsNaN / IsInf: bool outputs
         for (bool nan : {true, false}) {

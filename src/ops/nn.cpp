@@ -127,7 +127,7 @@ void lower_conv(Lc& c) {
         y = c.graph_output(0) ? G(c.b, ggml_add, y, c.reshape(c.x(2), {M, 1, 1})) : G(c.b, ggml_add_inplace, y, c.reshape(c.x(2), {M, 1, 1}));
     }
     c.set(0, c.reshape(y, c.out(0).shape));
-    if (conv) c.overwrote_conv(conv);
+    if (conv) c.overwrote(conv);
 }
 
 }  // namespace
@@ -733,6 +733,22 @@ void register_norm(Registry& r) {
     }
 }
 
+// ggml_group_norm on x [N, C, ...] viewed as ggml [S, 1, C, N] (it normalizes groups of ne[2]
+// over ne[0] x ne[1]), then the per-channel affine y * gamma + beta (either may be null), in place
+// on the normalized tensor (its own, fresh): the oneDNN backend runs the chain, and a SiLU in place
+// after it (o2g.Silu), as one pass.
+void lower_group_norm(Lc& c, ggml_tensor* gamma, ggml_tensor* beta) {
+    const Shape& s = c.shape(0);
+    int64_t N = s[0], C = s[1], S = shape_numel(s) / std::max<int64_t>(1, N * C);
+    ggml_tensor* gn = G(c.b, ggml_group_norm, c.reshape(c.x(0), {N, C, 1, S}), int(c.ai("num_groups", 1)), c.af("epsilon", 1e-5f));
+    bool in_place = !c.graph_output(0);  // a graph output owns its memory
+    ggml_tensor* y = gn;
+    if (gamma) y = in_place ? G(c.b, ggml_mul_inplace, y, gamma) : G(c.b, ggml_mul, y, gamma);
+    if (beta) y = in_place ? G(c.b, ggml_add_inplace, y, beta) : G(c.b, ggml_add, y, beta);
+    c.set(0, c.reshape(y, s));
+    if (in_place) c.overwrote(gn);
+}
+
 // Internal ops of the normalization fusions (src/passes/fuse_norm.cpp).
 void register_fused_norm(Registry& r) {
     {
@@ -778,14 +794,10 @@ void register_fused_norm(Registry& r) {
                 }
             c.set_const(0, y);
         };
-        d.lower = [per_channel](Lc& c) {  // ggml_group_norm + the per-channel affine
+        d.lower = [per_channel](Lc& c) {
             require_float(c, 0);
-            const Shape& s = c.shape(0);
-            int64_t N = s[0], C = s[1], S = shape_numel(s) / std::max<int64_t>(1, N * C);
-            ggml_tensor* y = G(c.b, ggml_group_norm, c.reshape(c.x(0), {N, C, 1, S}), int(c.ai("num_groups", 1)), c.af("epsilon", 1e-5f));
-            y = G(c.b, ggml_mul, y, c.constant(Tensor::from_f32(per_channel(c, 1), {C, 1, 1})));
-            y = G(c.b, ggml_add, y, c.constant(Tensor::from_f32(per_channel(c, 2), {C, 1, 1})));
-            c.set(0, c.reshape(y, s));
+            int64_t C = c.shape(0)[1];
+            lower_group_norm(c, c.constant(Tensor::from_f32(per_channel(c, 1), {C, 1, 1})), c.constant(Tensor::from_f32(per_channel(c, 2), {C, 1, 1})));
         };
         r.add(d);
     }
@@ -794,13 +806,8 @@ void register_fused_norm(Registry& r) {
         d.op_type = "o2g.GroupNorm";
         d.infer = infer_same;
         d.lower = [](Lc& c) {
-            const Shape& s = c.shape(0);
-            int64_t N = s[0], C = s[1], S = shape_numel(s) / std::max<int64_t>(1, N * C);
-            // ggml [S, 1, C, N]: ggml_group_norm normalizes groups of ne[2] over ne[0] x ne[1]
-            ggml_tensor* y = G(c.b, ggml_group_norm, c.reshape(c.x(0), {N, C, 1, S}), int(c.ai("num_groups", 1)), c.af("epsilon", 1e-5f));
-            if (c.has(1)) y = G(c.b, ggml_mul, y, c.reshape(c.x(1), {C, 1, 1}));
-            if (c.has(2)) y = G(c.b, ggml_add, y, c.reshape(c.x(2), {C, 1, 1}));
-            c.set(0, c.reshape(y, s));
+            int64_t C = c.shape(0)[1];
+            lower_group_norm(c, c.has(1) ? c.reshape(c.x(1), {C, 1, 1}) : nullptr, c.has(2) ? c.reshape(c.x(2), {C, 1, 1}) : nullptr);
         };
         r.add(d);
     }

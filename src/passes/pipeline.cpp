@@ -200,9 +200,10 @@ static bool held_exactly(const Tensor& t) {
 
 void lower_graph(Graph& g, Builder& b) {
     LowerState st{b, std::vector<ggml_tensor*>(g.values.size(), nullptr), {}, {}, std::vector<int>(g.values.size(), 0), {}, {}};
-    for (const Node& n : g.nodes)
-        for (int v : n.inputs)
-            if (v >= 0) st.uses[size_t(v)]++;
+    std::vector<bool> live = live_nodes(g);  // a fused-away node (e.g. o2g.Silu's Sigmoid) reads nothing
+    for (size_t ni = 0; ni < g.nodes.size(); ++ni)
+        for (int v : g.nodes[ni].inputs)
+            if (v >= 0 && live[ni]) st.uses[size_t(v)]++;
     for (int v : g.outputs) st.uses[size_t(v)]++;
     b.inputs.assign(g.inputs.size(), nullptr);
     b.index_bound.assign(g.inputs.size(), 0);
@@ -217,7 +218,6 @@ void lower_graph(Graph& g, Builder& b) {
         st.vmap[g.inputs[k]] = b.input(int(k), t, ne.data(), v.name);
     }
     const Registry& reg = Registry::get();
-    std::vector<bool> live = live_nodes(g);
     for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
         if (!live[ni]) continue;
         Node& n = g.nodes[ni];

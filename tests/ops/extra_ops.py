@@ -21,11 +21,11 @@ failures = 0
 
 
 def check(name, node, inputs, ref, inits=(), opset=18, flag="--input"):
-    """inputs: name -> array (graph inputs; bound at compile time with flag="--freeze"); ref: the
-    expected output 'y'."""
+    """node: a node or a list of them; inputs: name -> array (graph inputs; bound at compile time
+    with flag="--freeze"); ref: the expected output 'y'."""
     elem = lambda v: TensorProto.STRING if v.dtype.kind == "U" else onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[v.dtype]  # noqa: E731
     vis = [helper.make_tensor_value_info(k, elem(v), v.shape) for k, v in inputs.items()]
-    g = helper.make_graph([node], name, vis, [helper.make_tensor_value_info("y", TensorProto.UNDEFINED, None)], list(inits))
+    g = helper.make_graph(node if isinstance(node, list) else [node], name, vis, [helper.make_tensor_value_info("y", TensorProto.UNDEFINED, None)], list(inits))
     path = os.path.join(WORK, name + ".onnx")
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]), path)
     args = [BIN, "check", path]
@@ -55,6 +55,15 @@ sc6, bi6 = rng.standard_normal(6).astype(np.float32), rng.standard_normal(6).ast
 check("groupnorm21", helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2, epsilon=1e-5), {"x": x},
       torch.nn.functional.group_norm(xt, 2, torch.from_numpy(sc6), torch.from_numpy(bi6), 1e-5).numpy(),
       [numpy_helper.from_array(sc6, "s"), numpy_helper.from_array(bi6, "b")], opset=21)
+# GroupNormalization -> x * sigmoid(x) -> + x: the affine and the SiLU in place on the normalized
+# tensor (one fused pass in the oneDNN backend), values far from 0 (the statistics' shift), batch 2
+xo = (x * 2 + 5).astype(np.float32)
+check("groupnorm_silu", [helper.make_node("GroupNormalization", ["x", "s", "b"], ["g"], num_groups=3, epsilon=1e-5),
+                         helper.make_node("Sigmoid", ["g"], ["sg"]), helper.make_node("Mul", ["g", "sg"], ["m"]),
+                         helper.make_node("Add", ["m", "x"], ["y"])], {"x": xo},
+      (torch.nn.functional.silu(torch.nn.functional.group_norm(torch.from_numpy(xo), 3, torch.from_numpy(np.repeat(sc, 2)),
+                                                              torch.from_numpy(np.repeat(bi, 2)), 1e-5)) + torch.from_numpy(xo)).numpy(),
+      [numpy_helper.from_array(sc, "s"), numpy_helper.from_array(bi, "b")], opset=18)
 # LpPool / GlobalLpPool
 check("lppool", helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2, 2], p=2, strides=[1, 1]), {"x": x},
       torch.nn.functional.lp_pool2d(xt, 2, 2, 1).numpy(), opset=17)

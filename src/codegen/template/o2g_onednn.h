@@ -20,6 +20,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <dnnl.hpp>
@@ -46,6 +47,8 @@ struct Context {
     std::map<Key, dnnl::convolution_forward> convs;
     std::map<Key, dnnl::matmul> matmuls;
     std::map<Key, dnnl::pooling_forward> pools;
+    std::map<Key, dnnl::binary> norms;  // GroupNorm's normalize + affine (+ SiLU) pass
+    std::map<Key, dnnl::eltwise_forward> eltwises;
     // depthwise convolutions run in the layout oneDNN picks (blocked: its NCHW depthwise kernel is
     // a slow reference path); activations are reordered in and out, the (small) kernel once
     struct Blocked {
@@ -397,6 +400,129 @@ inline void pool2d(Context& c, ggml_tensor* dst) {
     c.strm.wait();
 }
 
+// GROUP_NORM (ggml_group_norm: groups of ceil(C / G) consecutive channels of [W, H, C, N], each
+// normalized over its channels' W x H values), and the in-place ops onnx2ggml's lowering writes on
+// its output (lower_group_norm): the per-channel affine (MUL by gamma, ADD of beta, [1, 1, C, 1])
+// and a SiLU. ggml's CPU backend runs these as four passes over the tensor (the per-channel ops
+// element by element); here they are two: the groups' statistics, then one oneDNN binary
+// primitive ((x - mean) * (inv_std * gamma) + beta, SiLU as its post-ops).
+inline bool norm_supported(const ggml_tensor* op) {
+    const ggml_tensor* x = op->src[0];
+    return op->op == GGML_OP_GROUP_NORM && x && x->type == GGML_TYPE_F32 && op->type == GGML_TYPE_F32 && ggml_is_contiguous(x) &&
+           ggml_is_contiguous(op) && op->op_params[0] > 0;
+}
+// The GROUP_NORM whose output `op` overwrites in place (its input being that output or a view of it).
+inline const ggml_tensor* norm_behind(const ggml_tensor* op) {
+    const ggml_tensor* n = op->view_src;
+    const ggml_tensor* x = op->src[0];
+    bool on_it = n && x && (x == n || x->view_src == n) && ggml_nelements(x) == ggml_nelements(n) && ggml_is_contiguous(x);
+    return on_it && norm_supported(n) && ggml_is_contiguous(op) && ggml_nelements(op) == ggml_nelements(n) ? n : nullptr;
+}
+// MUL or ADD in place on a GROUP_NORM output by a per-channel [1, 1, C, 1] F32 tensor
+inline bool is_norm_affine(const ggml_tensor* op) {
+    const ggml_tensor* n = norm_behind(op);
+    const ggml_tensor* b = op->src[1];
+    return (op->op == GGML_OP_MUL || op->op == GGML_OP_ADD) && n && ggml_are_same_shape(op, n) && b && b->type == GGML_TYPE_F32 &&
+           ggml_is_contiguous(b) && b->ne[0] == 1 && b->ne[1] == 1 && b->ne[2] == n->ne[2] && b->ne[3] == 1;
+}
+inline bool is_norm_silu(const ggml_tensor* op) {
+    return op->op == GGML_OP_UNARY && ggml_get_unary_op(op) == GGML_UNARY_OP_SILU && norm_behind(op);
+}
+
+// dst = silu?((x - mean) * inv_std * gamma + beta) per group (gamma, beta: [1, 1, C, 1], or null)
+inline void group_norm(Context& c, const ggml_tensor* dst, const ggml_tensor* gamma, const ggml_tensor* beta, bool silu) {
+    const ggml_tensor* x = dst->src[0];
+    int64_t S = x->ne[0] * x->ne[1], C = x->ne[2], N = x->ne[3], G = dst->op_params[0], cpg = (C + G - 1) / G;
+    float eps;
+    std::memcpy(&eps, dst->op_params + 1, sizeof(float));
+    const float* xd = static_cast<const float*>(x->data);
+    // per (batch, group): mean and 1/std over its channels' values (contiguous), in double from float
+    // partial sums of blocks, shifted by the group's first value (no cancellation when the values sit
+    // far from 0)
+    std::vector<float> mean(size_t(N * C)), scale(size_t(N * C));
+#pragma omp parallel for schedule(static)
+    for (int64_t ng = 0; ng < N * G; ++ng) {
+        int64_t nb = ng / G, c0 = ng % G * cpg, c1 = std::min(C, c0 + cpg);
+        if (c0 >= C) continue;
+        const float* p = xd + (nb * C + c0) * S;
+        int64_t cnt = (c1 - c0) * S;
+        float k = p[0];
+        double s = 0, ss = 0;
+        for (int64_t i0 = 0; i0 < cnt; i0 += 1024) {
+            int64_t e = std::min(cnt, i0 + 1024);
+            float fs = 0, fss = 0;
+#pragma omp simd reduction(+ : fs, fss)
+            for (int64_t i = i0; i < e; ++i) {
+                float d = p[i] - k;
+                fs += d;
+                fss += d * d;
+            }
+            s += fs;
+            ss += fss;
+        }
+        double m = s / double(cnt), var = std::max(0.0, ss / double(cnt) - m * m), inv = 1.0 / std::sqrt(var + eps);
+        for (int64_t ch = c0; ch < c1; ++ch) {
+            mean[size_t(nb * C + ch)] = float(m + k);
+            scale[size_t(nb * C + ch)] = float(inv) * (gamma ? static_cast<const float*>(gamma->data)[ch] : 1.0f);
+        }
+    }
+    using dims = dnnl::memory::dims;
+    dnnl::memory::desc xd_md(dims{1, C, S}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::abc),
+        c_md(dims{1, C, 1}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::abc);
+    Context::Key key = {-3, C, S, beta != nullptr, silu};
+    auto it = c.norms.find(key);
+    if (it == c.norms.end()) {
+        dnnl::post_ops po;
+        po.append_binary(dnnl::algorithm::binary_mul, c_md);
+        if (beta) po.append_binary(dnnl::algorithm::binary_add, c_md);
+        if (silu) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.0f, 0.0f);
+        dnnl::primitive_attr attr;
+        attr.set_post_ops(po);
+        dnnl::binary::primitive_desc pd(dnnl::binary::desc(dnnl::algorithm::binary_sub, xd_md, c_md, xd_md), attr, c.eng);
+        it = c.norms.emplace(key, dnnl::binary(pd)).first;
+    }
+    for (int64_t nb = 0; nb < N; ++nb) {  // one batch at a time: the statistics differ per batch
+        std::unordered_map<int, dnnl::memory> args = {
+            {DNNL_ARG_SRC_0, dnnl::memory(xd_md, c.eng, const_cast<float*>(xd) + nb * C * S)},
+            {DNNL_ARG_SRC_1, dnnl::memory(c_md, c.eng, mean.data() + nb * C)},
+            {DNNL_ARG_DST, dnnl::memory(xd_md, c.eng, static_cast<float*>(dst->data) + nb * C * S)},
+            {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, dnnl::memory(c_md, c.eng, scale.data() + nb * C)}};
+        if (beta) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1] = dnnl::memory(c_md, c.eng, beta->data);
+        it->second.execute(c.strm, args);
+    }
+    c.strm.wait();
+}
+
+// is_norm_affine when its GROUP_NORM ran alone: y (*/+)= b per channel, in place
+inline void norm_affine(const ggml_tensor* op) {
+    const float* b = static_cast<const float*>(op->src[1]->data);
+    float* y = static_cast<float*>(op->data);
+    int64_t hw = op->ne[0] * op->ne[1], C = op->ne[2], N = op->ne[3];
+    bool mul = op->op == GGML_OP_MUL;
+#pragma omp parallel for
+    for (int64_t r = 0; r < N * C; ++r) {
+        float v = b[r % C];
+        if (mul)
+            for (int64_t i = 0; i < hw; ++i) y[r * hw + i] *= v;
+        else
+            for (int64_t i = 0; i < hw; ++i) y[r * hw + i] += v;
+    }
+}
+
+// is_norm_silu when its GROUP_NORM ran alone: oneDNN's swish, in place
+inline void silu(Context& c, const ggml_tensor* op) {
+    dnnl::memory::desc md(dnnl::memory::dims{ggml_nelements(op)}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
+    Context::Key key = {-4, ggml_nelements(op)};
+    auto it = c.eltwises.find(key);
+    if (it == c.eltwises.end()) {
+        dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_swish, md, 1.0f, 0.0f);
+        it = c.eltwises.emplace(key, dnnl::eltwise_forward(dnnl::eltwise_forward::primitive_desc(d, c.eng))).first;
+    }
+    dnnl::memory m(md, c.eng, op->data);
+    it->second.execute(c.strm, {{DNNL_ARG_SRC, m}, {DNNL_ARG_DST, m}});
+    c.strm.wait();
+}
+
 // ---- ggml backend interface ---------------------------------------------------------------
 
 inline const char* name(ggml_backend_t) { return "oneDNN"; }
@@ -425,17 +551,16 @@ inline bool is_view_op(ggml_op op) {
 
 inline ggml_status compute_nodes(Context& c, ggml_cgraph* g) {
     int n_nodes = ggml_graph_n_nodes(g);
+    auto next = [&](int j) {  // the next node that computes something (reshapes and views do not)
+        while (j < n_nodes && is_view_op(ggml_graph_node(g, j)->op)) ++j;
+        return j;
+    };
     for (int i = 0; i < n_nodes; ++i) {
         ggml_tensor* n = ggml_graph_node(g, i);
         if ((n->flags & GGML_TENSOR_FLAG_COMPUTE) == 0) continue;
         switch (n->op) {
             case GGML_OP_CONV_2D: case GGML_OP_CONV_2D_DW: {
                 // the bias add and the activation that follow are in place: same memory, one primitive
-                // (reshapes and views between them compute nothing)
-                auto next = [&](int j) {
-                    while (j < n_nodes && is_view_op(ggml_graph_node(g, j)->op)) ++j;
-                    return j;
-                };
                 const ggml_tensor* bias = nullptr;
                 int j = next(i + 1);
                 if (j < n_nodes && is_conv_bias(ggml_graph_node(g, j)) && ggml_graph_node(g, j)->src[0] == n) {
@@ -457,8 +582,27 @@ inline ggml_status compute_nodes(Context& c, ggml_cgraph* g) {
                 conv2d(c, n, bias, residual, activation_of(act), n->data);
                 break;
             }
-            case GGML_OP_ADD: is_conv_residual(n) ? add_residual(c, n) : add_bias(n); break;
-            case GGML_OP_UNARY: case GGML_OP_CLAMP: activation(n); break;
+            case GGML_OP_GROUP_NORM: {
+                // its affine (MUL, then ADD) and SiLU in place after it: one pass
+                const ggml_tensor* fused[2] = {nullptr, nullptr};  // gamma, beta
+                int j = next(i + 1);
+                for (int k = 0; k < 2; ++k) {
+                    const ggml_tensor* m = j < n_nodes ? ggml_graph_node(g, j) : nullptr;
+                    if (m && m->op == (k == 0 ? GGML_OP_MUL : GGML_OP_ADD) && is_norm_affine(m) && m->view_src == n) {
+                        fused[k] = m->src[1];
+                        i = j;
+                        j = next(i + 1);
+                    }
+                }
+                bool act = j < n_nodes && is_norm_silu(ggml_graph_node(g, j)) && ggml_graph_node(g, j)->view_src == n;
+                if (act) i = j;
+                group_norm(c, n, fused[0], fused[1], act);
+                break;
+            }
+            case GGML_OP_MUL: norm_affine(n); break;
+            case GGML_OP_ADD: is_conv_residual(n) ? add_residual(c, n) : is_norm_affine(n) ? norm_affine(n) : add_bias(n); break;
+            case GGML_OP_UNARY: is_norm_silu(n) ? silu(c, n) : activation(n); break;
+            case GGML_OP_CLAMP: activation(n); break;
             case GGML_OP_MUL_MAT: mul_mat(c, n); break;
             case GGML_OP_POOL_2D: pool2d(c, n); break;
             case GGML_OP_NONE: case GGML_OP_RESHAPE: case GGML_OP_VIEW: case GGML_OP_PERMUTE: case GGML_OP_TRANSPOSE: break;
@@ -518,8 +662,11 @@ inline bool dev_supports_op(ggml_backend_dev_t, const ggml_tensor* op) {
     switch (op->op) {
         case GGML_OP_NONE: case GGML_OP_RESHAPE: case GGML_OP_VIEW: case GGML_OP_PERMUTE: case GGML_OP_TRANSPOSE: return true;
         case GGML_OP_CONV_2D: case GGML_OP_CONV_2D_DW: return conv_supported(op);
-        case GGML_OP_ADD: return is_conv_bias(op) || is_conv_residual(op);
-        case GGML_OP_UNARY: case GGML_OP_CLAMP: return is_conv_activation(op);
+        case GGML_OP_ADD: return is_conv_bias(op) || is_conv_residual(op) || is_norm_affine(op);
+        case GGML_OP_MUL: return is_norm_affine(op);
+        case GGML_OP_GROUP_NORM: return norm_supported(op);
+        case GGML_OP_UNARY: return is_conv_activation(op) || is_norm_silu(op);
+        case GGML_OP_CLAMP: return is_conv_activation(op);
         case GGML_OP_MUL_MAT: return mul_mat_supported(op);
         case GGML_OP_POOL_2D: return pool_supported(op);
         default: return false;
