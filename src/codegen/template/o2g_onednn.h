@@ -620,13 +620,15 @@ inline ggml_guid_t guid() {
 inline void set_n_threads(ggml_backend_t be, int n) { static_cast<Context*>(be->context)->n_threads = n; }
 
 // Called once the scheduler has allocated the compute buffers: Winograd convolutions may then take
-// transform buffers (one shared scratchpad) of up to half the compute buffers' size, so the peak
-// memory grows by at most half the activations'. No-op when `be` is not this backend.
+// transform buffers (one shared scratchpad) of up to half the compute buffers' size or 32 MB,
+// whichever is larger, so the peak memory grows by at most half the activations' (small models: a
+// fixed 32 MB, which buys resnet50's 28x28 convolutions oneDNN's F(4x4,3x3), 3x faster than direct).
+// No-op when `be` is not this backend.
 inline void set_compute_bytes(ggml_backend_t be, ggml_backend_sched_t sched) {
     if (!be || !ggml_guid_matches(ggml_backend_guid(be), guid())) return;
     size_t total = 0;
     for (int i = 0; i < ggml_backend_sched_get_n_backends(sched); ++i) total += ggml_backend_sched_get_buffer_size(sched, ggml_backend_sched_get_backend(sched, i));
-    static_cast<Context*>(be->context)->wino_budget = total / 2;
+    static_cast<Context*>(be->context)->wino_budget = std::max(total / 2, size_t(32) << 20);
 }
 
 inline ggml_backend_t init(ggml_backend_dev_t dev, const char*) {
