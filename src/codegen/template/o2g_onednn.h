@@ -51,9 +51,16 @@ struct Context {
     std::map<Key, dnnl::eltwise_forward> eltwises;
     // depthwise convolutions run in the layout oneDNN picks (blocked: its NCHW depthwise kernel is
     // a slow reference path); activations are reordered in and out, the (small) kernel once
-    struct Blocked {
+    // One primitive per band of output rows: the whole map, or (Winograd on large maps, whose
+    // transform buffers grow with the map) bands small enough for the scratchpad budget.
+    struct Band {
+        int64_t r0, r1, i0, i1;  // output rows [r0, r1), computed from input rows [i0, i1)
         dnnl::convolution_forward conv;
         dnnl::memory::desc src, w, dst, scratch;  // the primitive's layouts, its scratchpad
+    };
+    struct Blocked {
+        std::vector<Band> bands;
+        dnnl::memory::desc w;  // the kernel's layout (the same for every band)
         bool add_residual = false;  // the residual is a binary post-op's operand (else a sum post-op's)
         std::map<const void*, dnnl::memory> weights;  // reordered kernels, by ggml data pointer
     };
@@ -198,36 +205,65 @@ inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, 
         bool mixed = in_priv && out_priv && (src_d[1] % channel_block() == 0) != (dst_d[1] % channel_block() == 0);
         auto bt = c.blocked.find(key);
         if (bt == c.blocked.end()) {
-            dnnl::memory::desc any_src = in_priv && !mixed ? x_md : dnnl::memory::desc(src_d, dt::f32, tag::any), any_w(w_d, dt::f32, tag::any),
-                any_dst = out_priv ? private_layout(dst_d) : dnnl::memory::desc(dst_d, dt::f32, tag::any);
             // a residual in the output's own (private) layout is read in place by a binary post-op where
             // the kernel supports one (no copy); otherwise it is copied into the output and summed
             bool add = res_priv && out_priv;
-            auto make = [&](dnnl::algorithm alg) {
-                auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, any_src, any_w, b_md, any_dst, strides, dil, pads, pads)
-                              : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, any_src, any_w, any_dst, strides, dil, pads, pads);
-                dnnl::convolution_forward::primitive_desc pd(d, post_ops(act, residual != nullptr, add ? &y_md : nullptr), c.eng);
-                if (add && std::strncmp(pd.impl_info_str(), "ref", 3) == 0) {  // no optimized kernel with it
+            // the primitive for output rows [r0, r1) (all rows: the whole map)
+            auto make = [&](dnnl::algorithm alg, int64_t r0, int64_t r1, bool band_add) {
+                bool whole = r0 == 0 && r1 == dst_d[2];
+                // a band's first and last input rows (their padding: what lies outside the map)
+                int64_t first = r0 * p[1] - p[3], last = (r1 - 1) * p[1] - p[3] + (k->ne[1] - 1) * p[5];
+                int64_t i0 = whole ? 0 : std::max<int64_t>(0, first), i1 = whole ? src_d[2] : std::min<int64_t>(src_d[2], last + 1);
+                dims bs = {src_d[0], src_d[1], i1 - i0, src_d[3]}, bd = {dst_d[0], dst_d[1], r1 - r0, dst_d[3]};
+                dims pl = whole ? pads : dims{i0 - first, p[2]}, pr = whole ? pads : dims{last + 1 - i1, p[2]};
+                dnnl::memory::desc any_src = whole && in_priv && !mixed ? x_md : dnnl::memory::desc(bs, dt::f32, tag::any), any_w(w_d, dt::f32, tag::any),
+                    any_dst = whole && out_priv ? private_layout(dst_d) : dnnl::memory::desc(bd, dt::f32, tag::any);
+                auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, any_src, any_w, b_md, any_dst, strides, dil, pl, pr)
+                              : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, any_src, any_w, any_dst, strides, dil, pl, pr);
+                dnnl::convolution_forward::primitive_desc pd(d, post_ops(act, residual != nullptr, band_add ? &y_md : nullptr), c.eng);
+                if (band_add && std::strncmp(pd.impl_info_str(), "ref", 3) == 0) {  // no optimized kernel with it
                     add = false;
-                    pd = dnnl::convolution_forward::primitive_desc(d, post_ops(act, true), c.eng);
+                    pd = dnnl::convolution_forward::primitive_desc(d, post_ops(act, residual != nullptr), c.eng);
                 }
-                return pd;
+                return Context::Band{r0, r1, i0, i1, dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(), pd.scratchpad_desc()};
             };
-            // 3x3 stride-1 convolutions: Winograd (oneDNN's F(4x4,3x3)/F(2x2,3x3), about 1.7x faster on
-            // the VAE's shapes, within 1e-5 of the direct result) when its transforms fit the budget
-            // and the map has 14x14 pixels or more: on fewer, its transformed kernel (16/9 or 4x the
-            // kernel's size) costs more memory than the few tiles gain
-            dnnl::convolution_forward::primitive_desc pd;
+            // 3x3 stride-1 convolutions: Winograd (oneDNN's F(4x4,3x3)/F(2x2,3x3), 3-5x faster than
+            // direct on the VAE's shapes, within 1e-5 of the direct result) on maps of 14x14 pixels or
+            // more (on fewer, its transformed kernel, 16/9 or 4x the kernel's size, costs more memory
+            // than the few tiles gain). Its transform buffers grow with the map (600 MB for 128
+            // channels at 512x512): beyond the budget, the map is cut into bands of rows that fit it,
+            // each its own primitive (same kernel), read and written through reorders.
+            std::vector<Context::Band> bands;
             bool wino = !dw && k->ne[0] == 3 && k->ne[1] == 3 && p[0] == 1 && p[1] == 1 && p[4] == 1 && p[5] == 1 && c.wino_budget > 0 &&
                         dst_d[2] * dst_d[3] >= 196;
             try {
-                if (wino) pd = make(dnnl::algorithm::convolution_winograd);
-                wino = wino && pd.scratchpad_desc().get_size() <= c.wino_budget;
+                if (wino) {
+                    bands.push_back(make(dnnl::algorithm::convolution_winograd, 0, dst_d[2], add));
+                    size_t need = bands[0].scratch.get_size();
+                    // else bands of a multiple of 4 rows (F(4x4,3x3)'s tiles) whose scratchpad and
+                    // copies fit the budget, from an estimate (the scratchpad grows with the rows)
+                    int64_t rows = int64_t(double(dst_d[2]) * double(c.wino_budget) / (double(need) * 1.5)) / 4 * 4;
+                    bool fits = need <= c.wino_budget;
+                    for (; !fits && rows >= 16; rows = rows * 3 / 4 / 4 * 4) {
+                        bands.clear();
+                        fits = true;
+                        for (int64_t r0 = 0; fits && r0 < dst_d[2]; r0 += rows) {
+                            bands.push_back(make(dnnl::algorithm::convolution_winograd, r0, std::min(dst_d[2], r0 + rows), false));
+                            const Context::Band& bn = bands.back();
+                            fits = bn.scratch.get_size() + bn.src.get_size() + bn.dst.get_size() <= c.wino_budget && bn.w == bands.front().w;
+                        }
+                        if (fits) add = false;  // a band's residual is a copy (sum post-op)
+                    }
+                    wino = fits;
+                }
             } catch (const dnnl::error&) {  // no Winograd kernel for this shape or machine
                 wino = false;
             }
-            if (!wino) pd = make(dnnl::algorithm::convolution_direct);
-            bt = c.blocked.emplace(key, Context::Blocked{dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(), pd.scratchpad_desc(), add, {}}).first;
+            if (!wino) {
+                add = res_priv && out_priv;
+                bands = {make(dnnl::algorithm::convolution_direct, 0, dst_d[2], add)};
+            }
+            bt = c.blocked.emplace(key, Context::Blocked{bands, bands[0].w, add, {}}).first;
         }
         Context::Blocked& b = bt->second;
         dnnl::memory xm(x_md, c.eng, x->data), ym(y_md, c.eng, out);
@@ -243,28 +279,47 @@ inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, 
             if (wb != wsrc) dnnl::reorder(wsrc, wb).execute(c.strm, wsrc, wb);
             if (is_weight) b.weights.emplace(k->data, wb);
         }
-        // the temporaries, carved from the context's arena at page-aligned offsets
-        bool copy_x = b.src != x_md, copy_y = b.dst != y_md;
-        size_t used = 0;
-        auto carve = [&](const dnnl::memory::desc& d, bool need) {
-            size_t off = used;
-            if (need) used += (d.get_size() + 4095) / 4096 * 4096;
-            return off;
-        };
-        size_t s_off = carve(b.scratch, true), x_off = carve(b.src, copy_x), y_off = carve(b.dst, copy_y);
-        char* arena = c.reserve(used);
-        dnnl::memory bx = copy_x ? dnnl::memory(b.src, c.eng, arena + x_off) : xm;
-        dnnl::memory by = copy_y ? dnnl::memory(b.dst, c.eng, arena + y_off) : ym;
-        if (copy_x) dnnl::reorder(xm, bx).execute(c.strm, xm, bx);
         dnnl::memory rm;
         if (residual) rm = dnnl::memory(res_priv ? private_layout(dst_d) : dst_md, c.eng, residual->data);
-        if (residual && !b.add_residual) dnnl::reorder(rm, by).execute(c.strm, rm, by);  // for the sum post-op
-        std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, bx}, {DNNL_ARG_WEIGHTS, wb}, {DNNL_ARG_DST, by}};
-        if (b.add_residual) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = rm;
-        if (bias) args[DNNL_ARG_BIAS] = dnnl::memory(b_md, c.eng, bias->data);
-        args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(b.scratch, c.eng, arena + s_off);
-        b.conv.execute(c.strm, args);
-        if (copy_y) dnnl::reorder(by, ym).execute(c.strm, by, ym);
+        // rows [a, b) of a map, where it is
+        auto rows = [&](const dnnl::memory& m, int64_t a, int64_t e) {
+            dnnl::memory::desc md = m.get_desc();
+            dims d = md.dims();
+            d[2] = e - a;
+            return dnnl::memory(md.submemory_desc(d, {0, 0, a, 0}), c.eng, m.get_data_handle());
+        };
+        for (const Context::Band& bn : b.bands) {
+            bool whole = b.bands.size() == 1;
+            // the temporaries, carved from the context's arena at page-aligned offsets
+            bool copy_x = !whole || bn.src != x_md, copy_y = !whole || bn.dst != y_md;
+            size_t used = 0;
+            auto carve = [&](const dnnl::memory::desc& d, bool need) {
+                size_t off = used;
+                if (need) used += (d.get_size() + 4095) / 4096 * 4096;
+                return off;
+            };
+            size_t s_off = carve(bn.scratch, true), x_off = carve(bn.src, copy_x), y_off = carve(bn.dst, copy_y);
+            char* arena = c.reserve(used);
+            dnnl::memory bx = copy_x ? dnnl::memory(bn.src, c.eng, arena + x_off) : xm;
+            dnnl::memory by = copy_y ? dnnl::memory(bn.dst, c.eng, arena + y_off) : ym;
+            if (copy_x) {
+                dnnl::memory xs = whole ? xm : rows(xm, bn.i0, bn.i1);
+                dnnl::reorder(xs, bx).execute(c.strm, xs, bx);
+            }
+            if (residual && !b.add_residual) {  // for the sum post-op
+                dnnl::memory rs = whole ? rm : rows(rm, bn.r0, bn.r1);
+                dnnl::reorder(rs, by).execute(c.strm, rs, by);
+            }
+            std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, bx}, {DNNL_ARG_WEIGHTS, wb}, {DNNL_ARG_DST, by}};
+            if (b.add_residual) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = rm;
+            if (bias) args[DNNL_ARG_BIAS] = dnnl::memory(b_md, c.eng, bias->data);
+            args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(bn.scratch, c.eng, arena + s_off);
+            bn.conv.execute(c.strm, args);
+            if (copy_y) {
+                dnnl::memory ys = whole ? ym : rows(ym, bn.r0, bn.r1);
+                dnnl::reorder(by, ys).execute(c.strm, by, ys);
+            }
+        }
         c.strm.wait();
         return;
     }
