@@ -67,27 +67,28 @@ void LowerCtx::set(int i, ggml_tensor* t) {
     st_.vmap[node().outputs[i]] = t;
 }
 
-ggml_tensor* LowerCtx::fused_behind(int i, bool conv) {
+ggml_tensor* LowerCtx::fused_behind(int i, Fused kind) {
     if (!has(i)) return nullptr;
     ggml_tensor* t = st_.vmap[size_t(node().inputs[size_t(i)])];
     ggml_tensor* s = t && t->view_src ? t->view_src : t;
-    bool op = conv ? s && (s->op == GGML_OP_CONV_2D || s->op == GGML_OP_CONV_2D_DW) : s && s->op == GGML_OP_GROUP_NORM;
+    bool conv = s && (s->op == GGML_OP_CONV_2D || s->op == GGML_OP_CONV_2D_DW);
+    bool op = kind == Fused::Conv ? conv : kind == Fused::Norm ? s && s->op == GGML_OP_GROUP_NORM : conv || (s && s->op == GGML_OP_POOL_2D);
     if (!op || s->type != GGML_TYPE_F32) return nullptr;
     auto it = st_.fused_value.find(s);
-    bool whole = ggml_is_contiguous(t) && (conv ? ggml_are_same_shape(t, s) : ggml_nelements(t) == ggml_nelements(s)) && t->view_offs == 0;
+    bool whole = ggml_is_contiguous(t) && (kind != Fused::Norm ? ggml_are_same_shape(t, s) : ggml_nelements(t) == ggml_nelements(s)) && t->view_offs == 0;
     return it != st_.fused_value.end() && it->second == node().inputs[size_t(i)] && whole ? s : nullptr;
 }
 
 void LowerCtx::reads_private(int i, ggml_tensor* reader) {
-    ggml_tensor* conv = conv_behind(i);
-    if (!conv || conv->src[0]->type != GGML_TYPE_F32 || conv->src[1]->type != GGML_TYPE_F32) return;  // oneDNN's convolutions
+    ggml_tensor* conv = fused_behind(i, Fused::Private);
+    if (!conv || conv->src[0]->type != GGML_TYPE_F32 || (conv->src[1] && conv->src[1]->type != GGML_TYPE_F32)) return;  // oneDNN's
     int v = node().inputs[size_t(i)];
     auto& rs = st_.private_readers[v];
     rs.push_back(reader);
     // every reader can, and a convolution reads it or the producer reads its own input so (a residual
     // sum alone gains nothing from it otherwise: its convolution reorders the residual either way)
     bool conv_reads = std::any_of(rs.begin(), rs.end(), [](const ggml_tensor* r) { return r->op != GGML_OP_ADD; });
-    if (int(rs.size()) == readers(v) && (conv_reads || conv->op_params[7] == 1))
+    if (int(rs.size()) == readers(v) && (conv_reads || conv->op_params[o2g::kInPrivate] == 1))
         for (ggml_tensor* r : rs) G(b, o2g::conv_chain, conv, r);
 }
 

@@ -37,17 +37,18 @@ public:
     bool graph_output(int i);
     // The convolution (GGML_OP_CONV_2D/_DW, F32) whose whole output input i is, in place: the
     // convolution's own value or the latest in-place op on it (overwrote); else nullptr.
-    ggml_tensor* conv_behind(int i) { return fused_behind(i, true); }
+    ggml_tensor* conv_behind(int i) { return fused_behind(i, Fused::Conv); }
     // The same for a GGML_OP_GROUP_NORM (F32) whose output input i is, in place (any shape of its
     // elements: GroupNorm's lowering reshapes it back to the input's).
-    ggml_tensor* norm_behind(int i) { return fused_behind(i, false); }
+    ggml_tensor* norm_behind(int i) { return fused_behind(i, Fused::Norm); }
     // Output `out` holds `node`'s output now (a convolution's or GroupNorm's), overwritten in place
     // (a bias, a ReLU, a residual sum, an affine, a SiLU): the backends fuse such chains.
     void overwrote(ggml_tensor* node, int out = 0) { st_.fused_value[node] = this->node().outputs[size_t(out)]; }
-    // `reader` (a convolution reading input i, or a residual add summing it) can read input i in
-    // in a backend's private layout. Once every reader of a convolution's output has said so, the
-    // convolution and its readers are marked (o2g::conv_chain): the oneDNN backend then keeps that
-    // tensor in its blocked layout, with no reorders.
+    // `reader` (a convolution or max pooling reading input i, or a residual add summing it) can
+    // read input i in a backend's private layout. Once every reader of a convolution's (or max
+    // pooling's, see overwrote) output has said so, the producer and its readers are marked
+    // (o2g::conv_chain): the oneDNN backend then keeps that tensor in its blocked layout, with no
+    // reorders.
     void reads_private(int i, ggml_tensor* reader);
     ggml_tensor* constant(const Tensor& t, ggml_type type = GGML_TYPE_F32);  // a derived weight
     // The constant right-hand side of a MatMul/Gemm/Conv, stored as ggml_mul_mat's first operand:
@@ -72,7 +73,9 @@ public:
     ggml_tensor* binary(Bin op, int ia, int ib) { return binary(op, x(ia), shape(ia), x(ib), shape(ib)); }
 
 private:
-    ggml_tensor* fused_behind(int i, bool conv);
+    // a convolution, a GroupNorm, or either a convolution or a max pooling (a private layout's producers)
+    enum class Fused { Conv, Norm, Private };
+    ggml_tensor* fused_behind(int i, Fused kind);
     LowerState& st_;
 };
 

@@ -269,8 +269,15 @@ void lower_pool(Lc& c, bool is_max) {
     pool_pad(in1, k1, s1, pb1, o1, p1, skip1);
     Shape x4 = xs.size() == 3 ? Shape{xs[0], xs[1], 1, xs[2]} : xs;
     ggml_tensor* x = c.cont(c.reshape(c.x(0), x4));
-    ggml_tensor* y = G(c.b, ggml_pool_2d, x, is_max ? GGML_OP_POOL_MAX : GGML_OP_POOL_AVG, int(k0), int(k1), int(s0), int(s1), float(p0), float(p1));
-    y = c.slice(c.slice(y, 0, skip0, o0), 1, skip1, o1);
+    ggml_tensor* pool = G(c.b, ggml_pool_2d, x, is_max ? GGML_OP_POOL_MAX : GGML_OP_POOL_AVG, int(k0), int(k1), int(s0), int(s1), float(p0), float(p1));
+    ggml_tensor* y = c.slice(c.slice(pool, 0, skip0, o0), 1, skip1, o1);
+    // a max pooling whose output is ggml's whole result (a valid padding, see o2g::pool_right_pad)
+    // may read and write a backend's private layout between convolutions (o2g::conv_chain)
+    int64_t pr;
+    if (is_max && xs.size() == 4 && y == pool && o2g::pool_right_pad(pool, 0, pr) && o2g::pool_right_pad(pool, 1, pr)) {
+        if (x == c.x(0)) c.reads_private(0, pool);
+        c.overwrote(pool);
+    }
     if (!is_max) {
         // ggml divides by k0*k1; ONNX divides by the taps inside the input (or the padded input)
         bool include_pad = c.ai("count_include_pad", 0) != 0;

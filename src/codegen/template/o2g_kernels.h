@@ -34,17 +34,28 @@ inline void map2(ggml_tensor* dst, const ggml_tensor* a, const ggml_tensor* b, i
 #define O2G_BINARY(name, expr) \
     inline void name(ggml_tensor* dst, const ggml_tensor* a, const ggml_tensor* b, int ith, int nth, void*) { map2(dst, a, b, ith, nth, [](float x, float y) -> float { return expr; }); }
 
-// Marks convolution `a`'s output as read by `b`: a convolution (its input), or the residual add of
-// o2g::conv_residual (its second operand, summed into the add's convolution). onnx2ggml marks a
-// convolution so only when every reader of its output is one of these: a backend may then keep
-// the tensor in a private layout (o2g_onednn.h: oneDNN's blocked layout, no reorders). op_params
-// 6, 7 and 8 (output, input, residual in the private layout) are past the convolution's own six;
-// other backends ignore them.
+// Marks convolution (or max pooling) `a`'s output as read by `b`: a convolution or max pooling
+// (its input), or the residual add of o2g::conv_residual (its second operand, summed into the
+// add's convolution). onnx2ggml marks a node so only when every reader of its output is one of
+// these: a backend may then keep the tensor in a private layout (o2g_onednn.h: oneDNN's blocked
+// layout, no reorders). The flags sit in op_params slots past every marked op's own (CONV_2D uses
+// 6, POOL_2D 7); other backends ignore them.
+enum { kOutPrivate = 13, kInPrivate = 14, kResidualPrivate = 15 };
 inline ggml_tensor* conv_chain(ggml_context*, ggml_tensor* a, ggml_tensor* b) {
-    a->op_params[6] = 1;
-    if (b->op == GGML_OP_ADD) b->view_src->op_params[8] = 1;
-    else b->op_params[7] = 1;
+    a->op_params[kOutPrivate] = 1;
+    if (b->op == GGML_OP_ADD) b->view_src->op_params[kResidualPrivate] = 1;
+    else b->op_params[kInPrivate] = 1;
     return b;
+}
+
+// POOL_2D (ggml_pool_2d: padding p on both sides, the window's taps inside the input) as a pooling
+// with left padding p and right padding `pr` (what gives ggml's output size) along dim d: whether
+// that padding is a valid one (every window overlaps the input)
+inline bool pool_right_pad(const ggml_tensor* op, int d, int64_t& pr) {
+    const int32_t* o = op->op_params;  // op, k0, k1, s0, s1, p0, p1
+    int64_t k = o[1 + d], s = o[3 + d], p = o[5 + d];
+    pr = (op->ne[d] - 1) * s + k - op->src[0]->ne[d] - p;
+    return pr >= 0 && pr < k && p >= 0 && p < k;
 }
 
 // `add` is ggml_add_inplace(conv output, r): makes r an input of the convolution too, so a graph

@@ -35,6 +35,7 @@
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "ggml.h"
+#include "o2g_kernels.h"
 
 namespace o2g_onednn {
 
@@ -188,7 +189,7 @@ inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, 
     Context::Key key = {dw, src_d[0], src_d[1], src_d[2], src_d[3], dst_d[1], k->ne[1], k->ne[0], p[0], p[1], p[2], p[3], p[4], p[5], bias != nullptr, residual != nullptr};
     // A convolution's output that only convolutions (or the residual sums of convolutions) read
     // stays in private_layout (o2g::conv_chain marks both ends): written and read with no reorder.
-    bool in_priv = p[7] == 1, out_priv = p[6] == 1, res_priv = residual && p[8] == 1;
+    bool in_priv = p[o2g::kInPrivate] == 1, out_priv = p[o2g::kOutPrivate] == 1, res_priv = residual && p[o2g::kResidualPrivate] == 1;
     // Blocked layouts (reorders in and out, a reordered copy of the kernel) pay off on large
     // activation maps (measured: about 2x faster from 56x56 up, 1.3x at 32x32, none at 16x16); on
     // small ones the kernel copy would cost memory for little gain (the UNet's 32x32 latent: 0.5 GB).
@@ -350,7 +351,7 @@ inline void activation(const ggml_tensor* op) { apply_activation(activation_of(o
 inline void add_residual(Context& c, const ggml_tensor* op) {
     float* y = static_cast<float*>(op->data);
     const ggml_tensor* r = op->src[1];
-    bool y_priv = op->view_src->op_params[6] == 1, r_priv = op->view_src->op_params[8] == 1;
+    bool y_priv = op->view_src->op_params[o2g::kOutPrivate] == 1, r_priv = op->view_src->op_params[o2g::kResidualPrivate] == 1;
     if (y_priv == r_priv) return apply_activation({}, y, static_cast<const float*>(r->data), ggml_nelements(op));
     dnnl::memory::dims d = {op->ne[3], op->ne[2], op->ne[1], op->ne[0]};
     dnnl::memory::desc nchw(d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nchw);
@@ -369,7 +370,7 @@ inline void add_bias(const ggml_tensor* op) {
     const float* b = static_cast<const float*>(op->src[1]->data);
     float* y = static_cast<float*>(op->data);
     int64_t hw = op->ne[0] * op->ne[1], C = op->ne[2], N = op->ne[3];
-    if (!(op->view_src && op->view_src->op_params[6] == 1)) {  // NCHW: one channel per row of hw
+    if (!(op->view_src && op->view_src->op_params[o2g::kOutPrivate] == 1)) {  // NCHW: one channel per row of hw
 #pragma omp parallel for
         for (int64_t r = 0; r < N * C; ++r)
             for (int64_t i = 0; i < hw; ++i) y[r * hw + i] += b[r % C];
@@ -417,14 +418,10 @@ inline void mul_mat(Context& c, ggml_tensor* dst) {
 }
 
 // POOL_2D (ggml_pool_2d: padding p on both sides, MAX over the taps inside the input, AVG divided
-// by all k0*k1 taps) on NCHW data, as oneDNN's pooling (its NCHW kernel is multithreaded, ggml's
-// is not): the right padding is what gives ggml's output size. Output d's right padding, if valid.
-inline bool pool_right_pad(const ggml_tensor* op, int d, int64_t& pr) {
-    const int32_t* o = op->op_params;  // op, k0, k1, s0, s1, p0, p1
-    int64_t k = o[1 + d], s = o[3 + d], p = o[5 + d];
-    pr = (op->ne[d] - 1) * s + k - op->src[0]->ne[d] - p;
-    return pr >= 0 && pr < k && p >= 0 && p < k;
-}
+// by all k0*k1 taps) on NCHW data or, a max pooling between convolutions (o2g::conv_chain), in
+// private_layout, as oneDNN's pooling (its NCHW kernel is multithreaded, ggml's is not): the right
+// padding is what gives ggml's output size (o2g::pool_right_pad).
+using o2g::pool_right_pad;
 
 inline bool pool_supported(const ggml_tensor* op) {
     const ggml_tensor* x = op->src[0];
@@ -442,8 +439,10 @@ inline void pool2d(Context& c, ggml_tensor* dst) {
     pool_right_pad(dst, 1, pr1);
     dims src_d = {x->ne[3], x->ne[2], x->ne[1], x->ne[0]}, dst_d = {dst->ne[3], dst->ne[2], dst->ne[1], dst->ne[0]};
     dims strides = {o[4], o[3]}, kernel = {o[2], o[1]}, pl = {o[6], o[5]}, pr = {pr1, pr0};
-    dnnl::memory::desc src_md(src_d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nchw), dst_md(dst_d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nchw);
-    Context::Key key = {-2, o[0], src_d[0], src_d[1], src_d[2], src_d[3], dst_d[2], dst_d[3], o[1], o[2], o[3], o[4], o[5], o[6]};
+    bool in_priv = o[o2g::kInPrivate] == 1, out_priv = o[o2g::kOutPrivate] == 1;
+    dnnl::memory::desc src_md = in_priv ? private_layout(src_d) : dnnl::memory::desc(src_d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nchw),
+                       dst_md = out_priv ? private_layout(dst_d) : dnnl::memory::desc(dst_d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nchw);
+    Context::Key key = {-2, o[0], src_d[0], src_d[1], src_d[2], src_d[3], dst_d[2], dst_d[3], o[1], o[2], o[3], o[4], o[5], o[6], in_priv, out_priv};
     auto it = c.pools.find(key);
     if (it == c.pools.end()) {
         auto alg = o[0] == GGML_OP_POOL_MAX ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_include_padding;
