@@ -234,6 +234,25 @@ void register_unary(Registry& r) {
 
 // ---- binary and variadic ---------------------------------------------------------------
 
+// x + v, x - v, v - x, x * v with v a constant scalar and x of the output's shape: ggml_scale /
+// ggml_scale_bias (1 * x + v, -1 * x + v: the same values), one vectorized pass (ggml's broadcast
+// of a one-element operand runs element by element). Division stays a division (x * (1 / v) can
+// differ in the last bit). nullptr otherwise.
+ggml_tensor* scalar_binary(Lc& c, LowerCtx::Bin bin) {
+    for (int k = 0; k < 2 && bin != LowerCtx::Bin::Div; ++k) {
+        if (!c.is_const(k) || c.cval(k).numel() != 1 || c.shape(1 - k) != c.out(0).shape) continue;
+        float v = float(c.cval(k).getf(0));
+        ggml_tensor* x = c.xc(1 - k);
+        switch (bin) {
+            case LowerCtx::Bin::Mul: return G(c.b, ggml_scale, x, v);
+            case LowerCtx::Bin::Add: return G(c.b, ggml_scale_bias, x, 1.0f, v);
+            case LowerCtx::Bin::Sub: return k == 1 ? G(c.b, ggml_scale_bias, x, 1.0f, -v) : G(c.b, ggml_scale_bias, x, -1.0f, v);
+            case LowerCtx::Bin::Div: break;
+        }
+    }
+    return nullptr;
+}
+
 void binary(Registry& r, const std::string& op, FloatFn ff, IntFn fi, LowerCtx::Bin bin, bool lowerable = true) {
     OpDef d;
     d.op_type = op;
@@ -243,6 +262,7 @@ void binary(Registry& r, const std::string& op, FloatFn ff, IntFn fi, LowerCtx::
         d.lower = [bin](Lc& c) {
             if (c.dtype(0) != DType::F32) c.fail_unsupported(std::string("device arithmetic on ") + dtype_name(c.dtype(0)) + " tensors is not supported");
             ggml_tensor* y = bin == LowerCtx::Bin::Add ? residual_add(c) : nullptr;
+            if (!y) y = scalar_binary(c, bin);
             c.set(0, y ? y : c.binary(bin, c.x(0), operand_shape(c, 0), c.x(1), operand_shape(c, 1)));
         };
     r.add(std::move(d));
