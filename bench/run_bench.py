@@ -150,7 +150,10 @@ def main():
         "the stem on, mobilenet_v2's blocks) stays in the blocked layout: no reorder, no separate add or ReLU pass. "
         "GroupNorm (the VAE, the UNet) runs as two passes, its statistics then one oneDNN binary primitive for the "
         "normalization, the per-channel affine and the SiLU that follows (ggml: four passes, the affine element by "
-        "element). The UNet's and CLIP's time is mostly matrix products (oneDNN matmul) and softmax. What ONNX "
+        "element). Sigmoid (CLIP's QuickGELU) and erf-GELU (the UNet's GEGLU) are oneDNN eltwise primitives. The UNet's "
+        "and CLIP's time is mostly matrix products (oneDNN matmul, reading ggml's weights in place, in ggml's "
+        "layout; ONNX Runtime packs them once into its own) and the UNet's 32x32 convolutions (direct, in NCHW: "
+        "Winograd there would need a transformed copy of every kernel, 4x its size). What ONNX "
         "Runtime does that onnx2ggml does not yet: blocked layouts kept through the normalizations too "
         "(onnx2ggml reorders around every GroupNorm), and weights kept only in their reordered form (onnx2ggml "
         "keeps ggml's copy as well).",
