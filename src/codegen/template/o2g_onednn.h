@@ -1,4 +1,6 @@
-// onnx2ggml's oneDNN backend for ggml: the fast CPU path for convolutions and matrix products.
+// onnx2ggml's oneDNN backend for ggml: the fast CPU path for convolutions, matrix products,
+// pooling, GroupNorm and the elementwise ops ggml computes element by element (see dev_supports_op;
+// docs/architecture.md tells which and why).
 //
 // Modelled on ggml's own BLAS backend: a ggml backend over host memory (it shares the CPU
 // buffer type, so no tensor is ever copied between it and the CPU backend) that declares in
@@ -50,8 +52,8 @@ struct Context {
     std::map<Key, dnnl::pooling_forward> pools;
     std::map<Key, dnnl::binary> norms;  // GroupNorm's normalize + affine (+ SiLU) pass
     std::map<Key, dnnl::eltwise_forward> eltwises;
-    // depthwise convolutions run in the layout oneDNN picks (blocked: its NCHW depthwise kernel is
-    // a slow reference path); activations are reordered in and out, the (small) kernel once
+    // Convolutions in the layouts oneDNN picks (blocked: also depthwise ones, whose NCHW kernel is a
+    // slow reference path), activations reordered in and out unless already there, the kernel once.
     // One primitive per band of output rows: the whole map, or (Winograd on large maps, whose
     // transform buffers grow with the map) bands small enough for the scratchpad budget.
     struct Band {
@@ -364,18 +366,30 @@ inline void add_residual(Context& c, const ggml_tensor* op) {
     c.strm.wait();
 }
 
+// y (*/+)= b per channel, in place on NCHW data (ADD or MUL with b [1, 1, C, 1]): a convolution's
+// bias when the convolution ran alone, the affine of is_norm_affine when its GROUP_NORM did
+inline void channel_op(const ggml_tensor* op) {
+    const float* b = static_cast<const float*>(op->src[1]->data);
+    float* y = static_cast<float*>(op->data);
+    int64_t hw = op->ne[0] * op->ne[1], C = op->ne[2], N = op->ne[3];
+    bool mul = op->op == GGML_OP_MUL;
+#pragma omp parallel for
+    for (int64_t r = 0; r < N * C; ++r) {
+        float v = b[r % C];
+        if (mul)
+            for (int64_t i = 0; i < hw; ++i) y[r * hw + i] *= v;
+        else
+            for (int64_t i = 0; i < hw; ++i) y[r * hw + i] += v;
+    }
+}
+
 // The per-channel bias add of is_conv_bias when its convolution ran alone (in place; private_layout
 // when the convolution keeps its output so, see conv2d).
 inline void add_bias(const ggml_tensor* op) {
     const float* b = static_cast<const float*>(op->src[1]->data);
     float* y = static_cast<float*>(op->data);
     int64_t hw = op->ne[0] * op->ne[1], C = op->ne[2], N = op->ne[3];
-    if (!(op->view_src && op->view_src->op_params[o2g::kOutPrivate] == 1)) {  // NCHW: one channel per row of hw
-#pragma omp parallel for
-        for (int64_t r = 0; r < N * C; ++r)
-            for (int64_t i = 0; i < hw; ++i) y[r * hw + i] += b[r % C];
-        return;
-    }
+    if (!(op->view_src && op->view_src->op_params[o2g::kOutPrivate] == 1)) return channel_op(op);  // NCHW
     // private_layout: runs of `run` consecutive channels (all C in NHWC, a block in nChw16c/8c)
     int64_t run = C % channel_block() ? C : channel_block(), groups = C / run;
 #pragma omp parallel for
@@ -547,22 +561,6 @@ inline void group_norm(Context& c, const ggml_tensor* dst, const ggml_tensor* ga
     c.strm.wait();
 }
 
-// is_norm_affine when its GROUP_NORM ran alone: y (*/+)= b per channel, in place
-inline void norm_affine(const ggml_tensor* op) {
-    const float* b = static_cast<const float*>(op->src[1]->data);
-    float* y = static_cast<float*>(op->data);
-    int64_t hw = op->ne[0] * op->ne[1], C = op->ne[2], N = op->ne[3];
-    bool mul = op->op == GGML_OP_MUL;
-#pragma omp parallel for
-    for (int64_t r = 0; r < N * C; ++r) {
-        float v = b[r % C];
-        if (mul)
-            for (int64_t i = 0; i < hw; ++i) y[r * hw + i] *= v;
-        else
-            for (int64_t i = 0; i < hw; ++i) y[r * hw + i] += v;
-    }
-}
-
 // SIGMOID and GELU_ERF (ggml's CPU kernels call expf/erff element by element: 10% of CLIP's time
 // in its QuickGELU, 3% of the UNet's in its GEGLU)
 inline bool is_eltwise(const ggml_tensor* op) {
@@ -664,8 +662,8 @@ inline ggml_status compute_nodes(Context& c, ggml_cgraph* g) {
                 group_norm(c, n, fused[0], fused[1], act);
                 break;
             }
-            case GGML_OP_MUL: norm_affine(n); break;
-            case GGML_OP_ADD: is_conv_residual(n) ? add_residual(c, n) : is_norm_affine(n) ? norm_affine(n) : add_bias(n); break;
+            case GGML_OP_MUL: channel_op(n); break;
+            case GGML_OP_ADD: is_conv_residual(n) ? add_residual(c, n) : is_norm_affine(n) ? channel_op(n) : add_bias(n); break;
             case GGML_OP_UNARY: is_norm_silu(n) || is_eltwise(n) ? eltwise(c, n) : activation(n); break;
             case GGML_OP_CLAMP: activation(n); break;
             case GGML_OP_MUL_MAT: mul_mat(c, n); break;
