@@ -41,6 +41,12 @@
 
 namespace o2g_onednn {
 
+// The post-op of an activation: {kind (0 none, 1 relu, 2 clip), lo, hi}
+struct Activation {
+    int kind = 0;
+    float lo = 0, hi = 0;
+};
+
 struct Context {
     dnnl::engine eng{dnnl::engine::kind::cpu, 0};
     dnnl::stream strm{eng};
@@ -74,8 +80,30 @@ struct Context {
     // stay resident), and no scratchpad is held per primitive.
     std::vector<char> arena;
     size_t wino_budget = 0;  // largest scratchpad a Winograd convolution may take (set_compute_bytes)
+    // A node's work as prepared for its tensors: the primitives it runs in order, with their
+    // arguments (dnnl::memory objects on ggml's data, the arena, reordered kernels), and a last
+    // elementwise pass y = act(y + r) on n values where the primitive has no post-op for it. Built
+    // on the node's first run and replayed while its signature (addresses, shapes, parameters of
+    // the node, its inputs and the nodes fused into it) stays the same: ggml recomputes one graph
+    // on the same memory, and making the memory objects, argument maps and reorder primitives anew
+    // for every node on every run cost ~6% of mobilenet_v2's time.
+    struct Step {
+        dnnl::primitive prim;
+        std::unordered_map<int, dnnl::memory> args;
+    };
+    struct Plan {
+        std::vector<int64_t> sig;
+        std::vector<Step> steps;
+        Activation act;
+        float* y = nullptr;
+        const float* r = nullptr;
+        int64_t n = 0;
+    };
+    std::unordered_map<const ggml_tensor*, Plan> plans;
+    std::vector<int64_t> sig;  // the signature being checked (its storage reused)
     char* reserve(size_t bytes) {
         if (arena.size() < bytes) {
+            plans.clear();  // their arguments point into the old block
             arena = std::vector<char>();  // the old block goes before the larger one is made
             arena.resize(bytes);
         }
@@ -132,11 +160,6 @@ inline bool is_conv_activation(const ggml_tensor* op) {
            op->type == GGML_TYPE_F32 && ggml_is_contiguous(op) && ggml_nelements(op) == ggml_nelements(conv);
 }
 
-// The post-op of an activation: {kind (0 none, 1 relu, 2 clip), lo, hi}
-struct Activation {
-    int kind = 0;
-    float lo = 0, hi = 0;
-};
 inline Activation activation_of(const ggml_tensor* op) {
     if (!op) return {};
     if (op->op == GGML_OP_CLAMP) {
@@ -173,8 +196,37 @@ inline void apply_activation(const Activation& a, float* y, const float* r, int6
     }
 }
 
-// dst = act(conv(src[1], kernel src[0]) (+ bias, when given) (+ residual, when given)), written to `out`
-inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, const ggml_tensor* residual, const Activation& act, void* out) {
+// A tensor's part of a plan's signature: where its data is, its type, op, shape, strides, parameters.
+inline void sign(std::vector<int64_t>& s, const ggml_tensor* t) {
+    if (!t) return s.push_back(0);
+    s.insert(s.end(), {int64_t(reinterpret_cast<intptr_t>(t->data)), int64_t(t->type), int64_t(t->op)});
+    s.insert(s.end(), t->ne, t->ne + GGML_MAX_DIMS);
+    for (size_t b : t->nb) s.push_back(int64_t(b));
+    s.insert(s.end(), t->op_params, t->op_params + GGML_MAX_OP_PARAMS / sizeof(int32_t));
+}
+// Runs `node`'s plan (Context::Plan) after checking its signature: the node, its inputs, the nodes
+// fused into it (`fused`) and `extra` values; made anew by build() when it changed.
+template <class Build>
+inline void run_plan(Context& c, const ggml_tensor* node, std::initializer_list<const ggml_tensor*> fused, std::initializer_list<int64_t> extra, Build&& build) {
+    c.sig.clear();
+    sign(c.sig, node);
+    for (const ggml_tensor* s : node->src) sign(c.sig, s);
+    for (const ggml_tensor* f : fused) sign(c.sig, f);
+    c.sig.insert(c.sig.end(), extra);
+    auto it = c.plans.find(node);
+    if (it == c.plans.end() || it->second.sig != c.sig) {
+        Context::Plan p = build();  // may empty c.plans (Context::reserve)
+        p.sig = c.sig;
+        it = c.plans.insert_or_assign(node, std::move(p)).first;
+    }
+    const Context::Plan& p = it->second;
+    for (const Context::Step& st : p.steps) st.prim.execute(c.strm, st.args);
+    c.strm.wait();
+    if (p.n) apply_activation(p.act, p.y, p.r, p.n);
+}
+
+// The plan of dst = act(conv(src[1], kernel src[0]) (+ bias, when given) (+ residual, when given)), written to `out`
+inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, const ggml_tensor* residual, const Activation& act, void* out) {
     const ggml_tensor* k = dst->src[0];  // [KW, KH, IC, OC]
     const ggml_tensor* x = dst->src[1];  // [W, H, C, N]
     const int32_t* p = dst->op_params;   // s0, s1, p0, p1, d0, d1 (dim 0 = W)
@@ -269,8 +321,9 @@ inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, 
             bt = c.blocked.emplace(key, Context::Blocked{bands, bands[0].w, add, {}}).first;
         }
         Context::Blocked& b = bt->second;
+        Context::Plan plan;
         dnnl::memory xm(x_md, c.eng, x->data), ym(y_md, c.eng, out);
-        // a weight's reordered copy is kept; a kernel computed at run time is reordered every time
+        // a weight's reordered copy is made once and kept; a kernel computed at run time is reordered every run
         bool is_weight = k->buffer && ggml_backend_buffer_get_usage(k->buffer) == GGML_BACKEND_BUFFER_USAGE_WEIGHTS;
         auto wt = is_weight ? b.weights.find(k->data) : b.weights.end();
         dnnl::memory wb;
@@ -279,7 +332,12 @@ inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, 
         } else {
             dnnl::memory wsrc(w_md, c.eng, k->data);
             wb = b.w == w_md ? wsrc : dnnl::memory(b.w, c.eng);
-            if (wb != wsrc) dnnl::reorder(wsrc, wb).execute(c.strm, wsrc, wb);
+            if (wb != wsrc && is_weight) {
+                dnnl::reorder(wsrc, wb).execute(c.strm, wsrc, wb);
+                c.strm.wait();
+            } else if (wb != wsrc) {
+                plan.steps.push_back({dnnl::reorder(wsrc, wb), {{DNNL_ARG_FROM, wsrc}, {DNNL_ARG_TO, wb}}});
+            }
             if (is_weight) b.weights.emplace(k->data, wb);
         }
         dnnl::memory rm;
@@ -291,40 +349,52 @@ inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, 
             d[2] = e - a;
             return dnnl::memory(md.submemory_desc(d, {0, 0, a, 0}), c.eng, m.get_data_handle());
         };
+        // the temporaries of each band (one at a time), carved from the context's arena at
+        // page-aligned offsets: the arena is grown once, before any memory object points into it
+        bool whole = b.bands.size() == 1;
+        struct Carved {
+            bool copy_x, copy_y;
+            size_t s_off, x_off, y_off;
+        };
+        std::vector<Carved> carved;
+        size_t most = 0;
         for (const Context::Band& bn : b.bands) {
-            bool whole = b.bands.size() == 1;
-            // the temporaries, carved from the context's arena at page-aligned offsets
-            bool copy_x = !whole || bn.src != x_md, copy_y = !whole || bn.dst != y_md;
+            Carved cv{!whole || bn.src != x_md, !whole || bn.dst != y_md, 0, 0, 0};
             size_t used = 0;
             auto carve = [&](const dnnl::memory::desc& d, bool need) {
                 size_t off = used;
                 if (need) used += (d.get_size() + 4095) / 4096 * 4096;
                 return off;
             };
-            size_t s_off = carve(bn.scratch, true), x_off = carve(bn.src, copy_x), y_off = carve(bn.dst, copy_y);
-            char* arena = c.reserve(used);
-            dnnl::memory bx = copy_x ? dnnl::memory(bn.src, c.eng, arena + x_off) : xm;
-            dnnl::memory by = copy_y ? dnnl::memory(bn.dst, c.eng, arena + y_off) : ym;
-            if (copy_x) {
+            cv.s_off = carve(bn.scratch, true), cv.x_off = carve(bn.src, cv.copy_x), cv.y_off = carve(bn.dst, cv.copy_y);
+            carved.push_back(cv);
+            most = std::max(most, used);
+        }
+        char* arena = c.reserve(most);
+        for (size_t bi = 0; bi < b.bands.size(); ++bi) {
+            const Context::Band& bn = b.bands[bi];
+            const Carved& cv = carved[bi];
+            dnnl::memory bx = cv.copy_x ? dnnl::memory(bn.src, c.eng, arena + cv.x_off) : xm;
+            dnnl::memory by = cv.copy_y ? dnnl::memory(bn.dst, c.eng, arena + cv.y_off) : ym;
+            if (cv.copy_x) {
                 dnnl::memory xs = whole ? xm : rows(xm, bn.i0, bn.i1);
-                dnnl::reorder(xs, bx).execute(c.strm, xs, bx);
+                plan.steps.push_back({dnnl::reorder(xs, bx), {{DNNL_ARG_FROM, xs}, {DNNL_ARG_TO, bx}}});
             }
             if (residual && !b.add_residual) {  // for the sum post-op
                 dnnl::memory rs = whole ? rm : rows(rm, bn.r0, bn.r1);
-                dnnl::reorder(rs, by).execute(c.strm, rs, by);
+                plan.steps.push_back({dnnl::reorder(rs, by), {{DNNL_ARG_FROM, rs}, {DNNL_ARG_TO, by}}});
             }
             std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, bx}, {DNNL_ARG_WEIGHTS, wb}, {DNNL_ARG_DST, by}};
             if (b.add_residual) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = rm;
             if (bias) args[DNNL_ARG_BIAS] = dnnl::memory(b_md, c.eng, bias->data);
-            args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(bn.scratch, c.eng, arena + s_off);
-            bn.conv.execute(c.strm, args);
-            if (copy_y) {
+            args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(bn.scratch, c.eng, arena + cv.s_off);
+            plan.steps.push_back({bn.conv, std::move(args)});
+            if (cv.copy_y) {
                 dnnl::memory ys = whole ? ym : rows(ym, bn.r0, bn.r1);
-                dnnl::reorder(by, ys).execute(c.strm, by, ys);
+                plan.steps.push_back({dnnl::reorder(by, ys), {{DNNL_ARG_FROM, by}, {DNNL_ARG_TO, ys}}});
             }
         }
-        c.strm.wait();
-        return;
+        return plan;
     }
     // NCHW runs oneDNN's gemm convolution, whose eltwise post-ops are several times slower than the
     // convolution itself (measured: mobilenet_v2's 1x1 convolutions): the activation runs after it
@@ -339,10 +409,19 @@ inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, 
     dnnl::memory xm(src_md, c.eng, x->data), wm(w_md, c.eng, k->data), ym(dst_md, c.eng, out);
     std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, ym}};
     if (bias) args[DNNL_ARG_BIAS] = dnnl::memory(b_md, c.eng, bias->data);
-    it->second.execute(c.strm, args);
-    c.strm.wait();
+    Context::Plan plan;
+    plan.steps.push_back({it->second, std::move(args)});
     const float* r = residual ? static_cast<const float*>(residual->data) : nullptr;
-    if (act.kind || r) apply_activation(act, static_cast<float*>(out), r, ggml_nelements(dst));
+    if (act.kind || r) plan.act = act, plan.y = static_cast<float*>(out), plan.r = r, plan.n = ggml_nelements(dst);
+    return plan;
+}
+
+inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, const ggml_tensor* residual, const Activation& act, void* out) {
+    int32_t lo, hi;
+    std::memcpy(&lo, &act.lo, 4);
+    std::memcpy(&hi, &act.hi, 4);
+    run_plan(c, dst, {bias, residual}, {act.kind, lo, hi, int64_t(reinterpret_cast<intptr_t>(out))},
+             [&] { return conv_plan(c, dst, bias, residual, act, out); });
 }
 
 // The activation of is_conv_activation when its convolution ran elsewhere (in place).
