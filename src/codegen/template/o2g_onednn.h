@@ -101,6 +101,8 @@ struct Context {
     };
     std::unordered_map<const ggml_tensor*, Plan> plans;
     std::vector<int64_t> sig;  // the signature being checked (its storage reused)
+    // where the tensors in a padded private_layout are (larger than ggml's): by ggml's address
+    std::unordered_map<const void*, dnnl::memory> shadows;
     char* reserve(size_t bytes) {
         if (arena.size() < bytes) {
             plans.clear();  // their arguments point into the old block
@@ -112,18 +114,42 @@ struct Context {
 };
 
 // The layout a tensor of C channels keeps between convolutions (o2g::conv_chain): oneDNN's
-// blocked nChw16c on AVX-512 machines (nChw8c on others) when C is a multiple of the block, the
-// layout its fastest kernels (Winograd among them) take, and the same size as ggml's tensor;
-// NHWC otherwise.
+// blocked nChw16c on AVX-512 machines (nChw8c on others), the layout its fastest kernels (Winograd
+// among them) take. When C is not a multiple of the block, the channels are padded with zeros to
+// one (mobilenet_v2's 24 -> 32: its 24-channel blocks measured 0.44 -> 0.25 ms against NHWC, whose
+// convolutions need their blocked inputs reordered), unless that would take over 1.5x the memory
+// (C = 8 on AVX-512): NHWC then. A padded tensor is larger than ggml's (private_memory).
 inline int64_t channel_block() {
     static const int64_t b = (int(dnnl::get_effective_cpu_isa()) & int(dnnl::cpu_isa::avx512_core)) == int(dnnl::cpu_isa::avx512_core) ? 16 : 8;
     return b;
 }
+inline bool private_blocked(int64_t C) { return 2 * ((C + channel_block() - 1) / channel_block() * channel_block()) <= 3 * C; }
 inline dnnl::memory::desc private_layout(const dnnl::memory::dims& nchw) {
     using tag = dnnl::memory::format_tag;
-    tag t = nchw[1] % channel_block() ? tag::nhwc : channel_block() == 16 ? tag::nChw16c : tag::nChw8c;
+    tag t = !private_blocked(nchw[1]) ? tag::nhwc : channel_block() == 16 ? tag::nChw16c : tag::nChw8c;
     return {nchw, dnnl::memory::data_type::f32, t};
 }
+// A tensor in private_layout `md` at ggml's address `data`: there when the layout has the tensor's
+// size; a padded one in the context's shadow of that address instead, which every reader of the
+// tensor (all in this backend: o2g::conv_chain) finds by the same address. ggml's allocator gives
+// tensors that live at the same time distinct addresses, so shadows keyed by address are as
+// disjoint as ggml's tensors. A shadow is zeroed when made and kept across runs; the padding
+// channels stay finite (oneDNN's kernels write 0 there; an activation run alone writes act(0)) and
+// never reach the real ones (the reordered kernels' weights for them are 0).
+inline dnnl::memory private_memory(Context& c, const dnnl::memory::desc& md, void* data) {
+    dnnl::memory::dims d = md.dims();
+    size_t bytes = sizeof(float);
+    for (auto n : d) bytes *= size_t(n);
+    if (md.get_size() <= bytes) return dnnl::memory(md, c.eng, data);
+    dnnl::memory& s = c.shadows[data];
+    if (!s || s.get_desc().get_size() < md.get_size()) {
+        c.plans.clear();  // their arguments may point into the old shadow
+        s = dnnl::memory(md, c.eng);
+        std::memset(s.get_data_handle(), 0, md.get_size());
+    }
+    return dnnl::memory(md, c.eng, s.get_data_handle());
+}
+
 // CONV_2D (kernel [KW, KH, IC, OC]) and CONV_2D_DW (depthwise, kernel [KW, KH, 1, C]) on NCHW data
 inline bool conv_supported(const ggml_tensor* op) {
     const ggml_tensor* k = op->src[0];
@@ -257,7 +283,7 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
         // layout family on both sides: when the private layouts differ (blocked and NHWC, as the
         // channel counts decide), the output's is taken and the input reordered to it
         dnnl::memory::desc x_md = in_priv ? private_layout(src_d) : src_md, y_md = out_priv ? private_layout(dst_d) : dst_md;
-        bool mixed = in_priv && out_priv && (src_d[1] % channel_block() == 0) != (dst_d[1] % channel_block() == 0);
+        bool mixed = in_priv && out_priv && private_blocked(src_d[1]) != private_blocked(dst_d[1]);
         auto bt = c.blocked.find(key);
         if (bt == c.blocked.end()) {
             // a residual in the output's own (private) layout is read in place by a binary post-op where
@@ -322,7 +348,8 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
         }
         Context::Blocked& b = bt->second;
         Context::Plan plan;
-        dnnl::memory xm(x_md, c.eng, x->data), ym(y_md, c.eng, out);
+        dnnl::memory xm = in_priv ? private_memory(c, x_md, x->data) : dnnl::memory(x_md, c.eng, x->data);
+        dnnl::memory ym = out_priv ? private_memory(c, y_md, out) : dnnl::memory(y_md, c.eng, out);
         // a weight's reordered copy is made once and kept; a kernel computed at run time is reordered every run
         bool is_weight = k->buffer && ggml_backend_buffer_get_usage(k->buffer) == GGML_BACKEND_BUFFER_USAGE_WEIGHTS;
         auto wt = is_weight ? b.weights.find(k->data) : b.weights.end();
@@ -341,7 +368,7 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
             if (is_weight) b.weights.emplace(k->data, wb);
         }
         dnnl::memory rm;
-        if (residual) rm = dnnl::memory(res_priv ? private_layout(dst_d) : dst_md, c.eng, residual->data);
+        if (residual) rm = res_priv ? private_memory(c, private_layout(dst_d), residual->data) : dnnl::memory(dst_md, c.eng, residual->data);
         // rows [a, b) of a map, where it is
         auto rows = [&](const dnnl::memory& m, int64_t a, int64_t e) {
             dnnl::memory::desc md = m.get_desc();
@@ -425,18 +452,27 @@ inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, 
 }
 
 // The activation of is_conv_activation when its convolution ran elsewhere (in place).
-inline void activation(const ggml_tensor* op) { apply_activation(activation_of(op), static_cast<float*>(op->data), nullptr, ggml_nelements(op)); }
+// (in place: on the convolution's output where it is, NCHW or private_layout with its padding)
+inline void activation(Context& c, const ggml_tensor* op) {
+    const ggml_tensor* conv = op->view_src;
+    dnnl::memory::dims d = {conv->ne[3], conv->ne[2], conv->ne[1], conv->ne[0]};
+    if (conv->op_params[o2g::kOutPrivate] != 1) return apply_activation(activation_of(op), static_cast<float*>(op->data), nullptr, ggml_nelements(op));
+    dnnl::memory m = private_memory(c, private_layout(d), conv->data);
+    apply_activation(activation_of(op), static_cast<float*>(m.get_data_handle()), nullptr, int64_t(m.get_desc().get_size() / sizeof(float)));
+}
 
 // The residual add of is_conv_residual when its convolution ran alone (in place; either side may
 // be in private_layout, see conv2d: a reorder that sums then).
 inline void add_residual(Context& c, const ggml_tensor* op) {
-    float* y = static_cast<float*>(op->data);
     const ggml_tensor* r = op->src[1];
     bool y_priv = op->view_src->op_params[o2g::kOutPrivate] == 1, r_priv = op->view_src->op_params[o2g::kResidualPrivate] == 1;
-    if (y_priv == r_priv) return apply_activation({}, y, static_cast<const float*>(r->data), ggml_nelements(op));
     dnnl::memory::dims d = {op->ne[3], op->ne[2], op->ne[1], op->ne[0]};
     dnnl::memory::desc nchw(d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nchw);
-    dnnl::memory rm(r_priv ? private_layout(d) : nchw, c.eng, r->data), ym(y_priv ? private_layout(d) : nchw, c.eng, y);
+    dnnl::memory rm = r_priv ? private_memory(c, private_layout(d), r->data) : dnnl::memory(nchw, c.eng, r->data);
+    dnnl::memory ym = y_priv ? private_memory(c, private_layout(d), op->data) : dnnl::memory(nchw, c.eng, op->data);
+    if (y_priv == r_priv)  // one layout: element by element (with the padding channels, if any)
+        return apply_activation({}, static_cast<float*>(ym.get_data_handle()), static_cast<const float*>(rm.get_data_handle()),
+                                int64_t(ym.get_desc().get_size() / sizeof(float)));
     dnnl::post_ops po;
     po.append_sum(1.0f);
     dnnl::primitive_attr attr;
@@ -464,16 +500,17 @@ inline void channel_op(const ggml_tensor* op) {
 
 // The per-channel bias add of is_conv_bias when its convolution ran alone (in place; private_layout
 // when the convolution keeps its output so, see conv2d).
-inline void add_bias(const ggml_tensor* op) {
+inline void add_bias(Context& c, const ggml_tensor* op) {
     const float* b = static_cast<const float*>(op->src[1]->data);
-    float* y = static_cast<float*>(op->data);
     int64_t hw = op->ne[0] * op->ne[1], C = op->ne[2], N = op->ne[3];
     if (!(op->view_src && op->view_src->op_params[o2g::kOutPrivate] == 1)) return channel_op(op);  // NCHW
-    // private_layout: runs of `run` consecutive channels (all C in NHWC, a block in nChw16c/8c)
-    int64_t run = C % channel_block() ? C : channel_block(), groups = C / run;
+    // private_layout: runs of `run` consecutive channels (all C in NHWC, a block of the channels
+    // padded to a multiple of it in nChw16c/8c; the padding stays 0)
+    float* y = static_cast<float*>(private_memory(c, private_layout({N, C, op->ne[1], op->ne[0]}), op->data).get_data_handle());
+    int64_t run = private_blocked(C) ? channel_block() : C, groups = (C + run - 1) / run;
 #pragma omp parallel for
     for (int64_t r = 0; r < N * groups * hw; ++r)
-        for (int64_t j = 0; j < run; ++j) y[r * run + j] += b[(r / hw) % groups * run + j];
+        for (int64_t j = 0, c0 = (r / hw) % groups * run; j < run && c0 + j < C; ++j) y[r * run + j] += b[c0 + j];
 }
 
 // MUL_MAT: dst[.., M, N] = src1[.., M, K] x src0[.., N, K]^T, each operand read through its strides
@@ -542,7 +579,8 @@ inline void pool2d(Context& c, ggml_tensor* dst) {
         dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, alg, src_md, dst_md, strides, kernel, pl, pr);
         it = c.pools.emplace(key, dnnl::pooling_forward(dnnl::pooling_forward::primitive_desc(d, c.eng))).first;
     }
-    dnnl::memory sm(src_md, c.eng, x->data), dm(dst_md, c.eng, dst->data);
+    dnnl::memory sm = in_priv ? private_memory(c, src_md, x->data) : dnnl::memory(src_md, c.eng, x->data);
+    dnnl::memory dm = out_priv ? private_memory(c, dst_md, dst->data) : dnnl::memory(dst_md, c.eng, dst->data);
     it->second.execute(c.strm, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_DST, dm}});
     c.strm.wait();
 }
@@ -742,9 +780,9 @@ inline ggml_status compute_nodes(Context& c, ggml_cgraph* g) {
                 break;
             }
             case GGML_OP_MUL: channel_op(n); break;
-            case GGML_OP_ADD: is_conv_residual(n) ? add_residual(c, n) : is_norm_affine(n) ? channel_op(n) : add_bias(n); break;
-            case GGML_OP_UNARY: is_norm_silu(n) || is_eltwise(n) ? eltwise(c, n) : activation(n); break;
-            case GGML_OP_CLAMP: activation(n); break;
+            case GGML_OP_ADD: is_conv_residual(n) ? add_residual(c, n) : is_norm_affine(n) ? channel_op(n) : add_bias(c, n); break;
+            case GGML_OP_UNARY: is_norm_silu(n) || is_eltwise(n) ? eltwise(c, n) : activation(c, n); break;
+            case GGML_OP_CLAMP: activation(c, n); break;
             case GGML_OP_MUL_MAT: mul_mat(c, n); break;
             case GGML_OP_POOL_2D: pool2d(c, n); break;
             case GGML_OP_NONE: case GGML_OP_RESHAPE: case GGML_OP_VIEW: case GGML_OP_PERMUTE: case GGML_OP_TRANSPOSE: break;
