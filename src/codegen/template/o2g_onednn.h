@@ -451,8 +451,8 @@ inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, 
              [&] { return conv_plan(c, dst, bias, residual, act, out); });
 }
 
-// The activation of is_conv_activation when its convolution ran elsewhere (in place).
-// (in place: on the convolution's output where it is, NCHW or private_layout with its padding)
+// The activation of is_conv_activation when its convolution ran alone: in place, on the
+// convolution's output where it is (NCHW, or private_layout with its padding channels).
 inline void activation(Context& c, const ggml_tensor* op) {
     const ggml_tensor* conv = op->view_src;
     dnnl::memory::dims d = {conv->ne[3], conv->ne[2], conv->ne[1], conv->ne[0]};
