@@ -126,4 +126,42 @@ Tensor eval_elementwise(OpCtx& c, DType out_type, const FloatFn& ff, const IntFn
     return r;
 }
 
+std::vector<double> to_f64(const Tensor& t) {
+    std::vector<double> r(size_t(t.numel()));
+    for (size_t i = 0; i < r.size(); ++i) r[i] = t.getf(int64_t(i));
+    return r;
+}
+
+MatDims matmul_dims(OpCtx& c, int ia, int ib) {
+    MatDims m;
+    m.sa = c.shape(ia), m.sb = c.shape(ib);
+    if (m.sa.empty() || m.sb.empty()) c.fail("MatMul operands must have rank >= 1");
+    bool va = m.sa.size() == 1, vb = m.sb.size() == 1;
+    if (va) m.sa.insert(m.sa.begin(), 1);
+    if (vb) m.sb.push_back(1);
+    m.M = m.sa[m.sa.size() - 2], m.K = m.sa.back(), m.N = m.sb.back();
+    if (m.sb[m.sb.size() - 2] != m.K) c.fail("inner dims differ: " + shape_str(c.shape(ia)) + " x " + shape_str(c.shape(ib)));
+    Shape ba(m.sa.begin(), m.sa.end() - 2), bb(m.sb.begin(), m.sb.end() - 2);
+    if (!broadcast_shapes(ba, bb, m.bo)) c.fail("batch dims " + shape_str(ba) + " and " + shape_str(bb) + " cannot be broadcast");
+    m.out = m.bo;
+    if (!va) m.out.push_back(m.M);
+    if (!vb) m.out.push_back(m.N);
+    return m;
+}
+
+void for_each_matmul_batch(const MatDims& m, const std::function<void(int64_t, int64_t, int64_t)>& f) {
+    Shape xa = align_rank(Shape(m.sa.begin(), m.sa.end() - 2), m.bo.size()), xb = align_rank(Shape(m.sb.begin(), m.sb.end() - 2), m.bo.size());
+    auto sta = strides_of(xa), stb = strides_of(xb);
+    for (int64_t b = 0, nb = shape_numel(m.bo); b < nb; ++b) {
+        int64_t oa = 0, ob = 0, rem = b;
+        for (size_t k = m.bo.size(); k-- > 0;) {
+            int64_t v = rem % m.bo[k];
+            rem /= m.bo[k];
+            if (xa[k] != 1) oa += v * sta[k];
+            if (xb[k] != 1) ob += v * stb[k];
+        }
+        f(b, oa, ob);
+    }
+}
+
 }  // namespace onnx2ggml

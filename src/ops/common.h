@@ -47,6 +47,19 @@ Attr int_attr(int64_t v);
 Attr ints_attr(std::vector<int64_t> v);
 Node axes_node(OpCtx& c, const std::string& op, int x, int64_t axis, int out);
 
+// MatMul's shapes (numpy's matmul rule; MatMul and the integer MatMuls): A as [.., M, K], B as
+// [.., K, N] (a 1-D operand promoted), their batch dims broadcast to bo, and the output's shape.
+struct MatDims {
+    Shape sa, sb, bo, out;
+    int64_t M, K, N;
+};
+MatDims matmul_dims(OpCtx& c, int ia, int ib);
+// f(b, ba, bb) for every batch b of the output: the batches of A and B it multiplies (broadcast).
+void for_each_matmul_batch(const MatDims& m, const std::function<void(int64_t, int64_t, int64_t)>& f);
+
+// A host tensor's values as doubles.
+std::vector<double> to_f64(const Tensor& t);
+
 // Strides of a row-major shape (elements).
 std::vector<int64_t> strides_of(const Shape& s);
 // A host tensor broadcast (numpy rules) to shape `to` (a copy; `to` must be a broadcast of t's shape).

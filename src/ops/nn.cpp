@@ -366,12 +366,6 @@ ggml_tensor* matmul(Lc& c, int ia, int ib, Shape sa, Shape sb, bool trans_a, boo
 // ---- host evaluators of Conv, ConvTranspose and the pools (any rank, any dtype) ------------
 // Run as folding or as host kernels (3-D, dilated pooling, MaxPool's Indices, integer inputs).
 
-std::vector<double> to_f64(const Tensor& t) {
-    std::vector<double> r(size_t(t.numel()));
-    for (size_t i = 0; i < r.size(); ++i) r[i] = t.getf(int64_t(i));
-    return r;
-}
-
 // Calls f(flat output position, per-dim output index) for every position of an N-d grid.
 template <class F>
 void for_grid(const std::vector<int64_t>& dims, F f) {
@@ -836,54 +830,26 @@ void register_matmul(Registry& r) {
     {
         OpDef d;
         d.op_type = "MatMul";
-        auto shapes = [](OpCtx& c, Shape& sa, Shape& sb, Shape& o) {
-            sa = c.shape(0);
-            sb = c.shape(1);
-            if (sa.empty() || sb.empty()) c.fail("MatMul inputs must not be scalars");
-            bool va = sa.size() == 1, vb = sb.size() == 1;
-            if (va) sa.insert(sa.begin(), 1);
-            if (vb) sb.push_back(1);
-            if (sa.back() != sb[sb.size() - 2]) c.fail("inner dims differ: " + shape_str(c.shape(0)) + " x " + shape_str(c.shape(1)));
-            Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
-            if (!broadcast_shapes(ba, bb, o)) c.fail("batch dims cannot be broadcast");
-            if (!va) o.push_back(sa[sa.size() - 2]);
-            if (!vb) o.push_back(sb.back());
-        };
-        d.infer = [shapes](OpCtx& c) { Shape a, b, o; shapes(c, a, b, o); c.set_out(0, c.dtype(0), o); };
-        d.eval = [shapes](OpCtx& c) {
-            Shape sa, sb, o;
-            shapes(c, sa, sb, o);
-            Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2), bo;
-            broadcast_shapes(ba, bb, bo);
-            int64_t M = sa[sa.size() - 2], K = sa.back(), N = sb.back(), nb = shape_numel(bo);
-            Tensor t = Tensor::zeros(c.dtype(0), o);
+        d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(0), matmul_dims(c, 0, 1).out); };
+        d.eval = [](OpCtx& c) {
+            MatDims m = matmul_dims(c, 0, 1);
+            Tensor t = Tensor::zeros(c.dtype(0), m.out);
             const Tensor &A = c.cval(0), &B = c.cval(1);
-            Shape xa = align_rank(ba, bo.size()), xb = align_rank(bb, bo.size());
-            auto sta = strides_of(xa), stb = strides_of(xb);
-            std::vector<int64_t> idx(bo.size(), 0);
-            for (int64_t bi = 0; bi < nb; ++bi) {
-                int64_t oa = 0, ob = 0, rem = bi;
-                for (int k = int(bo.size()) - 1; k >= 0; --k) {
-                    int64_t v = rem % bo[k];
-                    rem /= bo[k];
-                    if (xa[k] != 1) oa += v * sta[k];
-                    if (xb[k] != 1) ob += v * stb[k];
-                }
-                for (int64_t m = 0; m < M; ++m)
-                    for (int64_t n = 0; n < N; ++n) {
+            for_each_matmul_batch(m, [&](int64_t bi, int64_t oa, int64_t ob) {
+                for (int64_t i = 0; i < m.M; ++i)
+                    for (int64_t j = 0; j < m.N; ++j) {
                         double acc = 0;
-                        for (int64_t k = 0; k < K; ++k) acc += A.getf((oa * M + m) * K + k) * B.getf((ob * K + k) * N + n);
-                        t.setf((bi * M + m) * N + n, acc);
+                        for (int64_t k = 0; k < m.K; ++k) acc += A.getf((oa * m.M + i) * m.K + k) * B.getf((ob * m.K + k) * m.N + j);
+                        t.setf((bi * m.M + i) * m.N + j, acc);
                     }
-            }
+            });
             c.set_const(0, t);
         };
         d.fold_limit = 1 << 16;
         d.work = [](OpCtx& c) { return double(shape_numel(c.out(0).shape)) * double(c.shape(0).back()); };
-        d.lower = [shapes](Lc& c) {
-            Shape sa, sb, o;
-            shapes(c, sa, sb, o);
-            c.set(0, c.reshape(matmul(c, 0, 1, sa, sb, false, false), o));
+        d.lower = [](Lc& c) {
+            MatDims m = matmul_dims(c, 0, 1);
+            c.set(0, c.reshape(matmul(c, 0, 1, m.sa, m.sb, false, false), m.out));
         };
         r.add(d);
     }

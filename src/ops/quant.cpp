@@ -111,49 +111,19 @@ void register_quantize(Registry& r) {
 
 // ---- integer matmul -----------------------------------------------------------------------
 
-struct MatDims { Shape sa, sb, bo, out; int64_t M, K, N; };
-
-MatDims matmul_dims(OpCtx& c, int ia, int ib) {
-    MatDims m;
-    m.sa = c.shape(ia), m.sb = c.shape(ib);
-    if (m.sa.empty() || m.sb.empty()) c.fail("MatMul operands must have rank >= 1");
-    bool va = m.sa.size() == 1, vb = m.sb.size() == 1;
-    if (va) m.sa.insert(m.sa.begin(), 1);
-    if (vb) m.sb.push_back(1);
-    m.M = m.sa[m.sa.size() - 2], m.K = m.sa.back(), m.N = m.sb.back();
-    if (m.sb[m.sb.size() - 2] != m.K) c.fail("inner dims differ: " + shape_str(c.shape(ia)) + " @ " + shape_str(c.shape(ib)));
-    Shape ba(m.sa.begin(), m.sa.end() - 2), bb(m.sb.begin(), m.sb.end() - 2);
-    if (!broadcast_shapes(ba, bb, m.bo)) c.fail("batch dims cannot be broadcast");
-    m.out = m.bo;
-    if (!va) m.out.push_back(m.M);
-    if (!vb) m.out.push_back(m.N);
-    return m;
-}
-
 // (A - a_zp) @ (B - b_zp) in int64; a_zp per row of A (or scalar), b_zp per column of B (or scalar)
 std::vector<int64_t> matmul_int(OpCtx& c, int ia, int ib, int iaz, int ibz, const MatDims& m) {
     const Tensor &A = c.cval(ia), &B = c.cval(ib);
     auto zp = [&](int i, int64_t k) { return c.has(i) ? c.cval(i).geti(shape_numel(c.shape(i)) == 1 ? 0 : k) : 0; };
-    Shape ba(m.sa.begin(), m.sa.end() - 2), bb(m.sb.begin(), m.sb.end() - 2);
-    Shape xa = align_rank(ba, m.bo.size()), xb = align_rank(bb, m.bo.size());
-    auto sta = strides_of(xa), stb = strides_of(xb);
-    int64_t nb = shape_numel(m.bo);
-    std::vector<int64_t> y(size_t(nb * m.M * m.N), 0);
-    for (int64_t bi = 0; bi < nb; ++bi) {
-        int64_t oa = 0, ob = 0, rem = bi;
-        for (int k = int(m.bo.size()) - 1; k >= 0; --k) {
-            int64_t v = rem % m.bo[size_t(k)];
-            rem /= m.bo[size_t(k)];
-            if (xa[size_t(k)] != 1) oa += v * sta[size_t(k)];
-            if (xb[size_t(k)] != 1) ob += v * stb[size_t(k)];
-        }
+    std::vector<int64_t> y(size_t(shape_numel(m.bo) * m.M * m.N), 0);
+    for_each_matmul_batch(m, [&](int64_t bi, int64_t oa, int64_t ob) {
         for (int64_t i = 0; i < m.M; ++i)
             for (int64_t j = 0; j < m.N; ++j) {
                 int64_t acc = 0, az = zp(iaz, i), bz = zp(ibz, j);
                 for (int64_t k = 0; k < m.K; ++k) acc += (A.geti((oa * m.M + i) * m.K + k) - az) * (B.geti((ob * m.K + k) * m.N + j) - bz);
                 y[size_t((bi * m.M + i) * m.N + j)] = acc;
             }
-    }
+    });
     return y;
 }
 

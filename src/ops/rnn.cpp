@@ -53,6 +53,11 @@ Rnn rnn_dims(OpCtx& c, Rnn::Kind kind) {
     if (w != Shape{r.dirs, r.gates * r.hidden, r.in}) c.fail("W has shape " + shape_str(w) + ", expected " + shape_str({r.dirs, r.gates * r.hidden, r.in}));
     if (c.shape(2) != Shape{r.dirs, r.gates * r.hidden, r.hidden}) c.fail("R has shape " + shape_str(c.shape(2)));
     if (c.has(3) && c.shape(3) != Shape{r.dirs, 2 * r.gates * r.hidden}) c.fail("B has shape " + shape_str(c.shape(3)));
+    if (c.has(4) && c.shape(4) != Shape{r.batch}) c.fail("sequence_lens has shape " + shape_str(c.shape(4)) + ", expected " + shape_str({r.batch}));
+    Shape hs = r.layout1 ? Shape{r.batch, r.dirs, r.hidden} : Shape{r.dirs, r.batch, r.hidden};
+    for (int i : kind == Rnn::Lstm ? std::vector<int>{5, 6} : std::vector<int>{5})  // initial_h, initial_c
+        if (c.has(i) && c.shape(i) != hs) c.fail(std::string(i == 5 ? "initial_h" : "initial_c") + " has shape " + shape_str(c.shape(i)) + ", expected " + shape_str(hs));
+    if (kind == Rnn::Lstm && c.has(7) && c.shape(7) != Shape{r.dirs, 3 * r.hidden}) c.fail("P has shape " + shape_str(c.shape(7)));
     if (c.ai("input_forget", 0) != 0) c.fail_unsupported("LSTM input_forget=1");
     return r;
 }
@@ -66,23 +71,18 @@ void infer_rnn(OpCtx& c, Rnn::Kind kind) {
     if (kind == Rnn::Lstm) c.set_out(2, t, hs);
 }
 
-std::vector<double> vals(OpCtx& c, int i, size_t n) {
-    std::vector<double> v(n, 0.0);
-    if (c.has(i)) {
-        const Tensor& t = c.cval(i);
-        for (size_t k = 0; k < n; ++k) v[k] = t.getf(int64_t(k));
-    }
-    return v;
-}
+// input i as doubles (its shape checked by rnn_dims), or n zeros when absent
+std::vector<double> vals(OpCtx& c, int i, int64_t n) { return c.has(i) ? to_f64(c.cval(i)) : std::vector<double>(size_t(n), 0.0); }
 
 void eval_rnn(OpCtx& c, Rnn::Kind kind) {
     Rnn r = rnn_dims(c, kind);
     int64_t H = r.hidden, G = r.gates, B = r.batch, I = r.in, S = r.seq;
-    std::vector<double> X = vals(c, 0, size_t(S * B * I)), W = vals(c, 1, size_t(r.dirs * G * H * I)),
-                        R = vals(c, 2, size_t(r.dirs * G * H * H)), Bias = vals(c, 3, size_t(r.dirs * 2 * G * H));
-    int ic = kind == Rnn::Lstm ? 6 : 5, ip = 7;  // initial_c and P (LSTM)
-    std::vector<double> H0 = vals(c, 5, size_t(r.dirs * B * H)), C0, P;
-    if (kind == Rnn::Lstm) C0 = vals(c, ic, size_t(r.dirs * B * H)), P = vals(c, ip, size_t(r.dirs * 3 * H));
+    std::vector<double> X = vals(c, 0, S * B * I), W = vals(c, 1, r.dirs * G * H * I), R = vals(c, 2, r.dirs * G * H * H),
+                        Bias = vals(c, 3, r.dirs * 2 * G * H);
+    std::vector<double> H0 = vals(c, 5, r.dirs * B * H), C0, P;  // initial_h; LSTM: initial_c, P
+    if (kind == Rnn::Lstm) C0 = vals(c, 6, r.dirs * B * H), P = vals(c, 7, r.dirs * 3 * H);
+    // where a direction's and batch's state starts in initial_h / initial_c, Y_h / Y_c (layout 1: batch first)
+    auto state = [&](int64_t d, int64_t b) { return (r.layout1 ? b * r.dirs + d : d * B + b) * H; };
     std::vector<int64_t> lens(size_t(B), S);
     if (c.has(4)) {
         auto l = c.cints(4);
@@ -129,8 +129,8 @@ void eval_rnn(OpCtx& c, Rnn::Kind kind) {
         const double* rb = wb + G * H;
         const Act* a = acts.data() + d * nact;
         for (int64_t b = 0; b < B; ++b) {
-            std::vector<double> h(H0.begin() + (d * B + b) * H, H0.begin() + (d * B + b + 1) * H), cs;
-            if (kind == Rnn::Lstm) cs.assign(C0.begin() + (d * B + b) * H, C0.begin() + (d * B + b + 1) * H);
+            std::vector<double> h(H0.begin() + state(d, b), H0.begin() + state(d, b) + H), cs;
+            if (kind == Rnn::Lstm) cs.assign(C0.begin() + state(d, b), C0.begin() + state(d, b) + H);
             int64_t len = lens[size_t(b)];
             for (int64_t step = 0; step < len; ++step) {
                 int64_t t = reverse ? len - 1 - step : step;
@@ -177,7 +177,7 @@ void eval_rnn(OpCtx& c, Rnn::Kind kind) {
                     Y[size_t(r.layout1 ? ((b * S + t) * r.dirs + d) * H + k : ((t * r.dirs + d) * B + b) * H + k)] = h[size_t(k)];
             }
             for (int64_t k = 0; k < H; ++k) {
-                size_t o = size_t(r.layout1 ? (b * r.dirs + d) * H + k : (d * B + b) * H + k);
+                size_t o = size_t(state(d, b) + k);
                 Yh[o] = h[size_t(k)];
                 if (kind == Rnn::Lstm) Yc[o] = cs[size_t(k)];
             }

@@ -96,6 +96,19 @@ Bo = np.concatenate([reorder(B[:12]), reorder(B[12:])])[None]
 check("lstm_vs_torch", helper.make_node("LSTM", ["x", "W", "R", "B"], ["y"], hidden_size=3), {"x": seq.numpy()},
       ref.numpy()[:, None], [numpy_helper.from_array(Wo.astype(np.float32), "W"), numpy_helper.from_array(Ro.astype(np.float32), "R"),
                              numpy_helper.from_array(Bo.astype(np.float32), "B")], opset=14)
+# bidirectional RNN with layout 1 (batch first: X, Y and initial_h) and an initial state, against
+# torch.nn.RNN(batch_first=True), whose h0 stays [dirs, batch, hidden]
+rnn = torch.nn.RNN(4, 3, bidirectional=True, batch_first=True)
+with torch.no_grad():
+    xs, h0 = torch.randn(2, 5, 4), torch.randn(2, 2, 3)
+    ref, _ = rnn(xs, h0)
+p = {k: v.detach().numpy() for k, v in rnn.named_parameters()}
+Wr = np.stack([p["weight_ih_l0"], p["weight_ih_l0_reverse"]])
+Rr = np.stack([p["weight_hh_l0"], p["weight_hh_l0_reverse"]])
+Br = np.stack([np.concatenate([p["bias_ih_l0"], p["bias_hh_l0"]]), np.concatenate([p["bias_ih_l0_reverse"], p["bias_hh_l0_reverse"]])])
+check("rnn_bidirectional_layout1", helper.make_node("RNN", ["x", "W", "R", "B", "", "h0"], ["y"], hidden_size=3, direction="bidirectional", layout=1),
+      {"x": xs.numpy(), "h0": h0.numpy().transpose(1, 0, 2).copy()}, ref.numpy().reshape(2, 5, 2, 3),
+      [numpy_helper.from_array(a.astype(np.float32), n) for a, n in ((Wr, "W"), (Rr, "R"), (Br, "B"))], opset=14)
 # TfIdfVectorizer in IDF and TFIDF modes with weights and a permuted ngram_indexes (the 1.12 data
 # covers TF only); reference: the n-grams listed by brute force over every (start, skip).
 tok = rng.integers(0, 5, (3, 9)).astype(np.int64)

@@ -220,6 +220,9 @@ case("conv kernel larger than input", run(single("conv_big.onnx", helper.make_no
                                                  [numpy_helper.from_array(np.ones((1, 1, 5, 5), np.float32), "k")])), 2, r"kernel is larger than the padded input")
 case("matmul inner dims", run(single("matmul.onnx", helper.make_node("MatMul", ["x", "b"], ["y"], name="mm"), [vi("x", [2, 3])],
                                      [numpy_helper.from_array(np.ones((4, 5), np.float32), "b")])), 2, r"mm.*inner dims differ")
+rnn_w = [numpy_helper.from_array(np.ones(sh, np.float32), n) for n, sh in (("W", (1, 3, 4)), ("R", (1, 3, 3)), ("h0", (1, 1, 2)))]
+case("rnn initial_h of the wrong shape", run(single("rnn_h0.onnx", helper.make_node("RNN", ["x", "W", "R", "", "", "h0"], ["y"], hidden_size=3, name="rn"),
+                                                    [vi("x", [5, 1, 4])], rnn_w)), 2, r"rn.*initial_h has shape \[1,1,2\], expected \[1,1,3\]")
 case("concat rank mismatch", run(single("concat.onnx", helper.make_node("Concat", ["x", "b"], ["y"], axis=0, name="cc"), [vi("x", [2, 3])],
                                         [numpy_helper.from_array(np.ones((3,), np.float32), "b")])), 2, r"cc.*different ranks")
 case("transpose bad perm", run(single("perm.onnx", helper.make_node("Transpose", ["x"], ["y"], perm=[0, 0], name="tp"), [vi("x", [2, 3])])), 2,
