@@ -725,6 +725,7 @@ inline ggml_status graph_compute(ggml_backend_t be, ggml_cgraph* g) {
     }
 }
 
+// Ops that compute nothing (a view of their source): taken by the backend (no split around them), skipped.
 inline bool is_view_op(ggml_op op) {
     return op == GGML_OP_NONE || op == GGML_OP_RESHAPE || op == GGML_OP_VIEW || op == GGML_OP_PERMUTE || op == GGML_OP_TRANSPOSE;
 }
@@ -785,8 +786,8 @@ inline ggml_status compute_nodes(Context& c, ggml_cgraph* g) {
             case GGML_OP_CLAMP: activation(c, n); break;
             case GGML_OP_MUL_MAT: mul_mat(c, n); break;
             case GGML_OP_POOL_2D: pool2d(c, n); break;
-            case GGML_OP_NONE: case GGML_OP_RESHAPE: case GGML_OP_VIEW: case GGML_OP_PERMUTE: case GGML_OP_TRANSPOSE: break;
-            default: return GGML_STATUS_FAILED;
+            default:
+                if (!is_view_op(n->op)) return GGML_STATUS_FAILED;
         }
     }
     return GGML_STATUS_SUCCESS;
@@ -841,8 +842,8 @@ inline ggml_backend_buffer_t dev_from_ptr(ggml_backend_dev_t, void* ptr, size_t 
     return ggml_backend_cpu_buffer_from_ptr(ptr, size);
 }
 inline bool dev_supports_op(ggml_backend_dev_t, const ggml_tensor* op) {
+    if (is_view_op(op->op)) return true;
     switch (op->op) {
-        case GGML_OP_NONE: case GGML_OP_RESHAPE: case GGML_OP_VIEW: case GGML_OP_PERMUTE: case GGML_OP_TRANSPOSE: return true;
         case GGML_OP_CONV_2D: case GGML_OP_CONV_2D_DW: return conv_supported(op);
         case GGML_OP_ADD: return is_conv_bias(op) || is_conv_residual(op) || is_norm_affine(op);
         case GGML_OP_MUL: return is_norm_affine(op);
