@@ -315,6 +315,17 @@ void infer_pool(OpCtx& c) {
 
 // ---- matmul ---------------------------------------------------------------------------
 
+// t contiguous with row-major strides: ggml calls a tensor contiguous whatever the strides of its
+// size-1 dims (a permuted [K = 1, N] operand keeps nb[0] > nb[1]), which ggml_mul_mat rejects as
+// transposed; a reshape to its own shape is then a free view with the row-major strides.
+ggml_tensor* dense(Lc& c, ggml_tensor* t) {
+    t = c.cont(t);
+    size_t nb = ggml_type_size(t->type);
+    bool row_major = true;
+    for (int i = 0; i < GGML_MAX_DIMS; nb *= size_t(t->ne[i]), ++i) row_major = row_major && t->nb[i] == nb;
+    return row_major ? t : G(c.b, ggml_reshape_4d, t, t->ne[0], t->ne[1], t->ne[2], t->ne[3]);
+}
+
 // C = A @ B for ggml tensors given ONNX shapes of rank >= 2 (ONNX MatMul semantics, batch broadcast).
 ggml_tensor* matmul(Lc& c, int ia, int ib, Shape sa, Shape sb, bool trans_a, bool trans_b) {
     // x = B^T as [.., N, K] (ggml ne [K, N]); y = A as [.., M, K]
@@ -330,7 +341,7 @@ ggml_tensor* matmul(Lc& c, int ia, int ib, Shape sa, Shape sb, bool trans_a, boo
             x = c.permute(x, p);
         }
         // ggml_mul_mat reads its first operand through its strides: only the K dim must be dense
-        if (x->nb[0] != ggml_type_size(x->type)) x = c.cont(x);
+        if (x->nb[0] != ggml_type_size(x->type)) x = dense(c, x);
     }
     if (trans_b) std::swap(sb[sb.size() - 1], sb[sb.size() - 2]);  // sb now [.., K, N]
     ggml_tensor* y;
@@ -344,7 +355,7 @@ ggml_tensor* matmul(Lc& c, int ia, int ib, Shape sa, Shape sb, bool trans_a, boo
             std::swap(p[sa.size() - 1], p[sa.size() - 2]);
             y = c.permute(y, p);
         }
-        y = c.cont(y);
+        y = dense(c, y);
     }
     if (trans_a) std::swap(sa[sa.size() - 1], sa[sa.size() - 2]);
     // batch broadcast: y must cover the full batch; x broadcasts inside ggml_mul_mat

@@ -96,6 +96,10 @@ Bo = np.concatenate([reorder(B[:12]), reorder(B[12:])])[None]
 check("lstm_vs_torch", helper.make_node("LSTM", ["x", "W", "R", "B"], ["y"], hidden_size=3), {"x": seq.numpy()},
       ref.numpy()[:, None], [numpy_helper.from_array(Wo.astype(np.float32), "W"), numpy_helper.from_array(Ro.astype(np.float32), "R"),
                              numpy_helper.from_array(Bo.astype(np.float32), "B")], opset=14)
+# MatMul with K = 1 and both operands at run time (an outer product: the permuted [K, N] operand has
+# a size-1 dim whose stride ggml_mul_mat read as transposed; fuzz_model found the abort)
+a1, b1 = rng.standard_normal((2, 3, 1)).astype(np.float32), rng.standard_normal((1, 4)).astype(np.float32)
+check("matmul_k1_runtime", helper.make_node("MatMul", ["a", "b"], ["y"]), {"a": a1, "b": b1}, a1 @ b1, opset=13)
 # bidirectional RNN with layout 1 (batch first: X, Y and initial_h) and an initial state, against
 # torch.nn.RNN(batch_first=True), whose h0 stays [dirs, batch, hidden]
 rnn = torch.nn.RNN(4, 3, bidirectional=True, batch_first=True)
