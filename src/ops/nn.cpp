@@ -1201,9 +1201,11 @@ ResizePlan resize_plan(OpCtx& c) {
     } else {
         if (int(scales.size()) != rk) c.fail("scales has " + std::to_string(scales.size()) + " entries for rank " + std::to_string(rk));
         for (int i = 0; i < rk; ++i) {
-            if (scales[i] <= 0) c.fail("scales must be positive");
+            if (!(scales[i] > 0)) c.fail("scales must be positive");
+            double o = std::floor(double(s[i]) * scales[i] + 1e-9);
+            if (!(o < 0x1p40)) c.fail("scales give an output dim of " + std::to_string(o) + ", too large");  // (never cast out of range)
             p.scale[i] = scales[i];
-            p.out[i] = int64_t(std::floor(double(s[i]) * scales[i] + 1e-9));
+            p.out[i] = int64_t(o);
         }
     }
     if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic") c.fail("unknown Resize mode '" + p.mode + "'");
