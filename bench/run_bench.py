@@ -45,6 +45,69 @@ def cpu_model():
     return platform.processor()
 
 
+def model_inputs(d):
+    """The inputs of an exported model folder: [(name, .npy path)] (meta.json, else input.npy)."""
+    meta = os.path.join(d, "meta.json")
+    if os.path.exists(meta):
+        with open(meta) as f:
+            return [(n, os.path.join(d, f"in_{n}.npy")) for n in json.load(f)["inputs"]]
+    return [("input", os.path.join(d, "input.npy"))]
+
+
+def o2g_cmd(bin, onnx, ins, threads, warmup, repeat):
+    return [bin, "bench", onnx, *[x for n, p in ins for x in ("--input", f"{n}={p}")], "--threads", str(threads),
+            "--warmup", str(warmup), "--repeat", str(repeat)]
+
+
+def ort_cmd(onnx, ins, threads, warmup, repeat):
+    return ["node", os.path.join(HERE, "ort_bench.js"), onnx, ",".join(f"{n}={p}" for n, p in ins), str(threads),
+            str(warmup), str(repeat)]
+
+
+def plan_runs(bin, onnx, ins, threads, rounds, repeat):
+    """Runs per process and rounds from one probe run of onnx2ggml: fast models time more runs per
+    process (up to about one second of them, at most 100) and get twice the rounds (under 0.1 s a
+    run), so that the shared machine's noise is averaged out as well as on the slow ones."""
+    res = subprocess.run(o2g_cmd(bin, onnx, ins, threads, 1, 1), capture_output=True, text=True)
+    if res.returncode != 0:
+        raise RuntimeError(f"onnx2ggml failed on {onnx}:\n{res.stdout}\n{res.stderr}")
+    probe_ms = parse(res.stdout)[0]
+    return (rounds * 2 if probe_ms < 100 else rounds), max(repeat, min(100, int(1000 / max(probe_ms, 1.0))))
+
+
+def interleaved(cmds, rounds):
+    """Runs every command of {framework: argv} once per round, the order rotated per round; returns
+    ({framework: median ms over all timed runs}, {framework: peak RSS MB of its largest round})."""
+    times = {k: [] for k in cmds}
+    rss = {k: 0.0 for k in cmds}
+    order = list(cmds)
+    for r in range(rounds):
+        for k in order[r % len(order):] + order[:r % len(order)]:
+            res = subprocess.run(cmds[k], capture_output=True, text=True)
+            if res.returncode != 0:
+                raise RuntimeError(f"{k} failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}")
+            med, mn, mb, runs = parse(res.stdout)
+            times[k].extend(runs)
+            rss[k] = max(rss[k], mb)
+    return {k: statistics.median(v) for k, v in times.items()}, rss
+
+
+def write_section(path, tag, lines):
+    """Replaces the part of `path` between <!-- TAG:begin --> and <!-- TAG:end --> (appended when
+    missing): bench/run_bench.py and bench/zoo.py each write their own part of docs/performance.md."""
+    begin, end = f"<!-- {tag}:begin (generated, do not edit by hand) -->", f"<!-- {tag}:end -->"
+    text = open(path).read() if os.path.exists(path) else "# Performance\n"
+    body = begin + "\n" + "\n".join(lines).rstrip("\n") + "\n" + end
+    i = text.find(begin[:len(f"<!-- {tag}:begin")])
+    j = text.find(end)
+    if i >= 0 and j > i:
+        text = text[:i] + body + text[j + len(end):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + body + "\n"
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    open(path, "w").write(text)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", default="resnet50,mobilenet_v2,vae_decoder,vae_decoder_512,clip_text,unet")
@@ -58,60 +121,34 @@ def main():
     models = a.models.split(",")
     if a.rounds * a.repeat < 5:
         sys.exit("rounds x repeat must be at least 5")
-    sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
-    import export_sd  # noqa: E402  (the SD component table, without exporting anything)
+    # the SD component table, read in a child process: this one must not hold torch (a child's peak
+    # RSS, as the kernel counts it, starts from the parent's resident memory at fork)
+    sd_names = subprocess.run([PY, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import export_sd; print(*export_sd.MODELS)",
+                               os.path.join(ROOT, "tests", "models")], capture_output=True, text=True, check=True).stdout.split()
     for name in models:
         if os.path.exists(os.path.join(a.work, name, "model.onnx")):
             continue
-        script = "export_sd.py" if name in export_sd.MODELS else "export_models.py"
+        script = "export_sd.py" if name in sd_names else "export_models.py"
         subprocess.run([PY, os.path.join(ROOT, "tests", "models", script), a.work, name], check=True, capture_output=True)
     t = str(a.threads)
     rows = []
     for name in models:
         d = os.path.join(a.work, name)
         onnx = os.path.join(d, "model.onnx")
-        meta = os.path.join(d, "meta.json")
-        if os.path.exists(meta):
-            with open(meta) as f:
-                ins = [(n, os.path.join(d, f"in_{n}.npy")) for n in json.load(f)["inputs"]]
-        else:
-            ins = [("input", os.path.join(d, "input.npy"))]
-        feeds = ",".join(f"{n}={p}" for n, p in ins)
-        # fast models time more runs per process (up to about one second of them): the shared machine's
-        # noise is then averaged out as well as on the slow ones
-        probe = [a.bin, "bench", onnx, *[x for n, p in ins for x in ("--input", f"{n}={p}")], "--threads", t, "--warmup", "1", "--repeat", "1"]
-        res = subprocess.run(probe, capture_output=True, text=True)
-        if res.returncode != 0:
-            sys.exit(f"onnx2ggml failed on {name}:\n{res.stdout}\n{res.stderr}")
-        probe_ms = parse(res.stdout)[0]
-        repeat = max(a.repeat, min(100, int(1000 / max(probe_ms, 1.0))))
-        rounds = a.rounds * 2 if probe_ms < 100 else a.rounds
-        o2g = [a.bin, "bench", onnx, *[x for n, p in ins for x in ("--input", f"{n}={p}")], "--threads", t,
-               "--warmup", "1", "--repeat", str(repeat), "--backend"]
+        ins = model_inputs(d)
+        rounds, repeat = plan_runs(a.bin, onnx, ins, a.threads, a.rounds, a.repeat)
+        o2g = o2g_cmd(a.bin, onnx, ins, a.threads, 1, repeat) + ["--backend"]
         cmds = {
             "onnx2ggml auto": o2g + ["auto"],
             "onnx2ggml cpu": o2g + ["cpu"],
-            "onnxruntime": ["node", os.path.join(HERE, "ort_bench.js"), onnx, feeds, t, "1", str(repeat)],
-            "pytorch": [PY, os.path.join(HERE, "torch_bench.py"), name, feeds, t, "1", str(repeat)],
+            "onnxruntime": ort_cmd(onnx, ins, a.threads, 1, repeat),
+            "pytorch": [PY, os.path.join(HERE, "torch_bench.py"), name, ",".join(f"{n}={p}" for n, p in ins), t, "1", str(repeat)],
         }
-        times = {k: [] for k in cmds}
-        rss = {k: 0.0 for k in cmds}
-        order = list(cmds)
-        for r in range(rounds):
-            for k in order[r % len(order):] + order[:r % len(order)]:
-                res = subprocess.run(cmds[k], capture_output=True, text=True)
-                if res.returncode != 0:
-                    sys.exit(f"{k} failed on {name}:\n{res.stdout}\n{res.stderr}")
-                med, mn, mb, runs = parse(res.stdout)
-                times[k].extend(runs)
-                rss[k] = max(rss[k], mb)
-        med = {k: statistics.median(v) for k, v in times.items()}
+        med, rss = interleaved(cmds, rounds)
         rows.append((name, med, rss, rounds * repeat))
         print(f"{name}: " + ", ".join(f"{k} {med[k]:.1f} ms ({rss[k]:.0f} MB)" for k in cmds), flush=True)
 
     lines = [
-        "# Performance",
-        "",
         "Generated by `bench/run_bench.py` (do not edit by hand). CPU, fp32, batch 1, "
         f"{a.threads} threads for every framework; ONNX Runtime is onnxruntime-node 1.30 (intraOpNumThreads {a.threads}, "
         "graph optimizations on), PyTorch is Debian's torch 1.13 in eager mode with no_grad. Frameworks run interleaved in "
@@ -164,8 +201,7 @@ def main():
         "keeps ggml's copy as well).",
         "",
     ]
-    os.makedirs(os.path.dirname(a.out), exist_ok=True)
-    open(a.out, "w").write("\n".join(lines))
+    write_section(a.out, "bench", lines)
     print("wrote " + a.out)
 
 

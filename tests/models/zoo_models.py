@@ -3,7 +3,7 @@
 segmentation architectures, a BERT-base-like encoder, a GPT-2-small-like decoder, a 1-D conv +
 LSTM audio model (all in plain PyTorch) and the Stable Diffusion 1.5 components of export_sd.py.
 
-usage: zoo_models.py OUTDIR NAME [NAME ...]   (or: zoo_models.py --list [--quick|--large])
+usage: zoo_models.py OUTDIR NAME [NAME ...]   (or: zoo_models.py --list [--quick|--large] | --tags)
 For each NAME: OUTDIR/NAME/model.onnx, in_<input>.npy per input, expected.npy (PyTorch's output)
 and meta.json (the layout export_sd.py writes; tests/models/check_model.py and bench/ read it).
 
@@ -286,6 +286,9 @@ def export(name, outdir):
 
 
 def main():
+    if len(sys.argv) == 2 and sys.argv[1] == "--tags":  # the table for bench/zoo.py, which must not import torch
+        print(json.dumps({n: sorted(tags) for n, (_, _, tags) in MODELS.items()}))
+        return
     if len(sys.argv) >= 2 and sys.argv[1] == "--list":
         print(" ".join(names(sys.argv[2][2:] if len(sys.argv) > 2 else None)))
         return
