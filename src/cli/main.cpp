@@ -256,16 +256,29 @@ void write_outputs(const Graph& g, const std::vector<Tensor>& outs, const std::s
     std::ofstream(dir + "/outputs.json") << json;
 }
 
-// `run --profile`: time per ggml op type and backend (stderr, largest first).
+// `run --profile`: time per ggml op type and backend, per backend, the slowest nodes, and how the
+// scheduler cut the graph (stderr, largest first).
 void print_profile(const Session& s) {
     auto rows = s.profile();
     double total = 0;
-    for (auto& r : rows) total += r.ms;
+    std::map<std::string, double> per_backend;
+    for (auto& r : rows) total += r.ms, per_backend[r.backend] += r.ms;
+    SchedStats st = s.sched_stats();
     fprintf(stderr, "profile (each node computed and timed alone; %.1f ms in all):\n", total);
     fprintf(stderr, "  %-16s %-10s %6s %10s %6s\n", "ggml op", "backend", "nodes", "ms", "%");
     for (auto& r : rows)
         if (r.ms >= 0.01 || r.nodes > 0)
             fprintf(stderr, "  %-16s %-10s %6d %10.2f %5.1f%%\n", r.op.c_str(), r.backend.c_str(), r.nodes, r.ms, total > 0 ? 100 * r.ms / total : 0.0);
+    fprintf(stderr, "per backend:\n");
+    for (auto& kv : st.nodes)
+        fprintf(stderr, "  %-10s %6d nodes %10.2f ms %5.1f%%\n", kv.first.c_str(), kv.second, per_backend[kv.first],
+                total > 0 ? 100 * per_backend[kv.first] / total : 0.0);
+    fprintf(stderr, "scheduler: %d splits, %d copies between backends (%.1f MB)\n", st.splits, st.copies, double(st.copy_bytes) / 1e6);
+    auto nodes = s.profile_nodes();
+    fprintf(stderr, "slowest nodes:\n");
+    for (size_t i = 0; i < nodes.size() && i < 12; ++i)
+        fprintf(stderr, "  %10.2f ms %5.1f%%  %-16s %-10s %s\n", nodes[i].ms, total > 0 ? 100 * nodes[i].ms / total : 0.0, nodes[i].op.c_str(),
+                nodes[i].backend.c_str(), nodes[i].name.c_str());
 }
 
 int cmd_run(const Args& a) {

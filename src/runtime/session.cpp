@@ -125,6 +125,7 @@ struct Session::Prof {
     std::chrono::steady_clock::time_point t0;
     std::map<std::pair<std::string, std::string>, ProfileRow> rows;
     std::map<const ggml_tensor*, bool> seen;
+    std::map<const ggml_tensor*, ProfileNode> nodes;
     static bool eval(ggml_tensor* t, bool ask, void* user) {
         Prof& p = *static_cast<Prof*>(user);
         if (ask) {  // every node is computed alone: time it from here to its answer
@@ -139,6 +140,9 @@ struct Session::Prof {
         r.backend = bn;
         if (!p.seen[t]) r.nodes++, p.seen[t] = true;
         r.ms += ms;
+        ProfileNode& n = p.nodes[t];
+        if (n.op.empty()) n = ProfileNode{t->name, op, bn, 0};
+        n.ms += ms;
         return true;
     }
 };
@@ -161,6 +165,36 @@ std::vector<ProfileRow> Session::profile() const {
         for (auto& kv : prof_->rows) r.push_back(kv.second);
     std::sort(r.begin(), r.end(), [](const ProfileRow& a, const ProfileRow& b) { return a.ms > b.ms; });
     return r;
+}
+
+std::vector<ProfileNode> Session::profile_nodes() const {
+    std::vector<ProfileNode> r;
+    if (prof_)
+        for (auto& kv : prof_->nodes) r.push_back(kv.second);
+    std::sort(r.begin(), r.end(), [](const ProfileNode& a, const ProfileNode& b) { return a.ms > b.ms; });
+    return r;
+}
+
+SchedStats Session::sched_stats() const {
+    SchedStats st;
+    if (!sched_) return st;
+    st.splits = ggml_backend_sched_get_n_splits(sched_);
+    // the scheduler gives a node a copy of each input it cannot read where it is, named
+    // "<backend>#<tensor>#<copy>", in place of that input
+    std::map<const ggml_tensor*, bool> copies;
+    for (int i = 0; i < ggml_graph_n_nodes(bg_->gf); ++i) {
+        ggml_tensor* t = ggml_graph_node(bg_->gf, i);
+        ggml_backend_t be = ggml_backend_sched_get_tensor_backend(sched_, t);
+        std::string bn = be ? ggml_backend_name(be) : "?";
+        st.nodes[bn]++;
+        for (ggml_tensor* s : t->src)
+            if (s && std::strncmp(s->name, (bn + "#").c_str(), bn.size() + 1) == 0 && !copies[s]) {
+                copies[s] = true;
+                st.copies++;
+                st.copy_bytes += ggml_nbytes(s);
+            }
+    }
+    return st;
 }
 
 Session::~Session() { release(); }

@@ -32,6 +32,20 @@ struct ProfileRow {
     double ms = 0;      // total over the profiled runs
 };
 
+// One profiled node: its ggml name (the ONNX value it computes), op and backend.
+struct ProfileNode {
+    std::string name, op, backend;
+    double ms = 0;  // total over the profiled runs
+};
+
+// How ggml_backend_sched cut the graph: splits (runs of nodes on one backend, each a separate
+// graph_compute call) and the tensors it copies from one backend's memory to another's.
+struct SchedStats {
+    int splits = 0, copies = 0;
+    size_t copy_bytes = 0;
+    std::map<std::string, int> nodes;  // graph nodes per backend
+};
+
 class Session {
 public:
     Session(Graph& g, const SessionOptions& opts);
@@ -45,6 +59,8 @@ public:
     // Profiling: each node is then computed on its own and timed (slower than a plain run).
     void set_profile(bool on);
     std::vector<ProfileRow> profile() const;  // by time, largest first
+    std::vector<ProfileNode> profile_nodes() const;  // by time, largest first
+    SchedStats sched_stats() const;
 
 private:
     void init(const SessionOptions& opts);
