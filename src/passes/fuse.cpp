@@ -83,6 +83,7 @@ std::vector<std::string> optimize(Graph& g, const CompileOptions& opts) {
     if (!opts.optimize) return applied;
     struct Pass { const char* name; bool (*fn)(Graph&); };
     const Pass passes[] = {{"eliminate_identity_arithmetic", eliminate_identity_arithmetic},
+                           {"global_pool_as_pool", global_pool_as_pool},
                            {"fuse_gelu", fuse_gelu},
                            {"fuse_silu", fuse_silu},
                            {"fuse_groupnorm", fuse_groupnorm},

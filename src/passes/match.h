@@ -89,5 +89,6 @@ bool fuse_groupnorm(Graph& g);
 bool fuse_layernorm(Graph& g);
 bool fuse_softmax_ext(Graph& g);
 bool eliminate_identity_arithmetic(Graph& g);
+bool global_pool_as_pool(Graph& g);
 
 }  // namespace onnx2ggml
