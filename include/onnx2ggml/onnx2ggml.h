@@ -7,6 +7,7 @@
 #include "ir/graph.h"
 #include "passes/pipeline.h"
 #include "runtime/session.h"
+#include "runtime/specializing_session.h"
 #include "util/error.h"
 #include "util/io.h"
 

@@ -56,13 +56,21 @@ Tensor Weight::data() const {
     return h;
 }
 
-ggml_tensor* Builder::weight(const Tensor& host, ggml_type type, const std::string& onnx_name, bool transpose) {
+ggml_tensor* Builder::weight(const Tensor& host, ggml_type type, const std::string& onnx_name, bool transpose, bool shareable) {
     int64_t ne[4] = {1, 1, 1, 1};
     int r = int(host.shape.size());
     if (r > 4) internal_error("weight of rank > 4 must be reshaped before upload");
     if (transpose && r < 2) internal_error("transposed weight of rank < 2");
     for (int i = 0; i < r; ++i) ne[i] = host.shape[r - 1 - i];
     if (transpose) std::swap(ne[0], ne[1]);
+    if (share && shareable && !record_) {
+        std::string key = onnx_name + "|" + ggml_type_name(type) + "|" + std::to_string(ne[0]) + "x" + std::to_string(ne[1]) + "x" +
+                          std::to_string(ne[2]) + "x" + std::to_string(ne[3]) + (transpose ? "|T" : "");
+        bool fresh = false;
+        ggml_tensor* t = share->get(key, type, ne, &fresh);
+        if (fresh) weights.push_back(Weight{onnx_name, host, t, transpose});
+        return t;
+    }
     reserve(wctx);
     ggml_tensor* t = ggml_new_tensor(wctx, type, 4, ne);
     std::string wname = "w" + std::to_string(weights.size());

@@ -25,6 +25,16 @@ struct Weight {
     Tensor data() const;    // the bytes as stored: ggml_nbytes(t) of them
 };
 
+// Tensors that several built graphs of one model share: the model's initializers, stored once for
+// every run-time specialization (runtime/specializing_session.h). get() returns the pool's tensor
+// of that stored form (key: initializer name, ggml type, ne, transpose); `*fresh` says that it was
+// made for this graph, which must then upload it.
+struct WeightShare {
+    virtual ~WeightShare() = default;
+    virtual ggml_tensor* get(const std::string& key, ggml_type type, const int64_t ne[4], bool* fresh) = 0;
+    virtual void begin(size_t max_tensors) = 0;  // a lowering starts (again): forget what an attempt made
+};
+
 struct HostKernel;  // lower/host_kernel.h
 
 class Builder {
@@ -43,7 +53,9 @@ public:
         return r;
     }
 
-    ggml_tensor* weight(const Tensor& host, ggml_type type, const std::string& onnx_name, bool transpose = false);
+    // `shareable`: host is an initializer's value, the same in every specialization of the model
+    ggml_tensor* weight(const Tensor& host, ggml_type type, const std::string& onnx_name, bool transpose = false, bool shareable = false);
+    WeightShare* share = nullptr;  // where shareable weights live (none: every weight is this graph's)
     bool f16_weights = false;  // store MatMul/Gemm/Conv weights as F16 (--weights f16)
     // A host kernel's node (lower/host_kernel.h): a ggml custom op; never recorded (compile refuses host kernels).
     ggml_tensor* custom(ggml_type type, const int64_t ne[4], std::vector<ggml_tensor*> args, ggml_custom_op_t fun, void* userdata);

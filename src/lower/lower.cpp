@@ -33,7 +33,7 @@ ggml_tensor* LowerCtx::matrix_weight(int i, const Shape& s, bool transpose) {
     Value& v = in(i);
     ggml_type type = b.f16_weights && v.dtype == DType::F32 ? GGML_TYPE_F16 : GGML_TYPE_F32;
     if (s.size() > 4) fail_unsupported("constant matrix of rank > 4");
-    return b.weight(cval(i).reshaped(s), type, v.name, transpose);
+    return b.weight(cval(i).reshaped(s), type, v.name, transpose, v.is_initializer);
 }
 
 ggml_tensor* LowerCtx::x(int i) {
@@ -46,7 +46,7 @@ ggml_tensor* LowerCtx::x(int i) {
     if (it != st_.weight_of.end()) return it->second;
     ggml_type type = ggml_type_for(v.dtype);
     if (type == GGML_TYPE_COUNT) fail_unsupported(std::string("constant '") + v.name + "' of dtype " + dtype_name(v.dtype) + " on the device");
-    ggml_tensor* w = b.weight(v.constant->reshaped(canonical4(v.constant->shape)), type, v.name);
+    ggml_tensor* w = b.weight(v.constant->reshaped(canonical4(v.constant->shape)), type, v.name, false, v.is_initializer);
     st_.weight_of[id] = w;
     return w;
 }

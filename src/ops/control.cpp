@@ -130,6 +130,7 @@ void infer_loop(OpCtx& c) {
     int64_t trip = c.has(0) ? c.cval(0).geti(0) : -1;  // -1: until the condition is false
     bool go = !c.has(1) || c.cval(1).getf(0) != 0;
     if (trip < 0 && !c.has(1)) c.fail_unsupported("Loop without a trip count or condition (an infinite loop)");
+    if (trip > kMaxUnroll) c.fail_limit("trip count " + std::to_string(trip) + ": a Loop of more than " + std::to_string(kMaxUnroll) + " iterations (unrolled at compile time)");
     std::vector<std::vector<int64_t>> scans(static_cast<size_t>(nscan));
     for (int k = 0; k < nscan; ++k) scans[size_t(k)] = c.ais("__scan_" + std::to_string(k));
     std::vector<Node> nodes;
@@ -144,7 +145,7 @@ void infer_loop(OpCtx& c) {
         c.replace_with(nodes);
         return;
     }
-    if (iter >= kMaxUnroll) c.fail_unsupported("Loop of more than " + std::to_string(kMaxUnroll) + " iterations (unrolled at compile time)");
+    if (iter >= kMaxUnroll) c.fail_limit("Loop of more than " + std::to_string(kMaxUnroll) + " iterations (unrolled at compile time)");
     int cond_in = c.has(1) ? c.node().inputs[1] : c.new_const([] { Tensor t = Tensor::zeros(DType::Bool, {}); t.seti(0, 1); return t; }(), c.node().name + "_cond");
     std::vector<int> bind = {c.new_const(Tensor::scalar_i64(iter), c.node().name + "_iter"), cond_in};
     for (int k = 0; k < nstate; ++k) bind.push_back(c.node().inputs[size_t(k + 2)]);

@@ -105,6 +105,7 @@ std::string OpCtx::where() const {
 
 void OpCtx::fail(const std::string& msg) const { throw Error(kExitBadInput, where() + ": " + msg, msg); }
 void OpCtx::fail_unsupported(const std::string& msg) const { throw Error(kExitUnsupported, where() + ": " + msg, msg); }
+void OpCtx::fail_limit(const std::string& msg) const { throw LimitExceeded(where() + ": " + msg, msg); }
 
 void Registry::add(OpDef d) {
     static const std::map<std::string, int> arity = {

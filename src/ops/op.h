@@ -61,6 +61,7 @@ public:
     std::string where() const;  // "model.onnx: node 'x' (Op, opset N)"
     [[noreturn]] void fail(const std::string& msg) const;          // bad model (exit 2)
     [[noreturn]] void fail_unsupported(const std::string& msg) const;  // exit 3
+    [[noreturn]] void fail_limit(const std::string& msg) const;        // exit 3, a LimitExceeded
 
 private:
     const Attr* attr(const std::string& n, Attr::Kind k) const;

@@ -117,7 +117,8 @@ void specialize(Graph& g, const CompileOptions& opts, std::vector<UnsupportedOp>
         } catch (const Error& e) {
             if (e.code != kExitUnsupported) throw;
             auto* nc = dynamic_cast<const NeedsConstant*>(&e);
-            bad.push_back({n.op_type, n.name, n.domain, e.detail.empty() ? e.what() : e.detail, c.opset(), nc ? nc->value : ""});
+            bad.push_back({n.op_type, n.name, n.domain, e.detail.empty() ? e.what() : e.detail, c.opset(), nc ? nc->value : "",
+                           dynamic_cast<const LimitExceeded*>(&e) != nullptr});
             for (int i = 0; i < c.nout(); ++i)
                 if (c.has_out(i)) c.out(i).has_shape = false;
         }

@@ -22,6 +22,7 @@ struct UnsupportedOp {
     std::string op_type, node, domain, reason;
     int64_t opset;
     std::string needs_constant;  // a value whose host value would make the node supported
+    bool limit = false;          // a value exceeds a limit (LimitExceeded)
 };
 
 // Infers every shape and folds every value computable on the host. Throws Error(3) listing

@@ -11,7 +11,7 @@ BuiltGraph::~BuiltGraph() {
     if (wctx) ggml_free(wctx);
 }
 
-std::unique_ptr<BuiltGraph> build_graph(Graph& g, bool record, bool f16_weights) {
+std::unique_ptr<BuiltGraph> build_graph(Graph& g, bool record, bool f16_weights, WeightShare* share) {
     size_t n = g.nodes.size() + g.values.size() + 64;
     size_t tensors = std::min<size_t>(16 * n, size_t(1) << 20);
     for (;;) {  // the lowering's tensor count is not known up front: grow the contexts until it fits
@@ -25,6 +25,8 @@ std::unique_ptr<BuiltGraph> build_graph(Graph& g, bool record, bool f16_weights)
         if (!bg->wctx || !bg->cctx) fail(kExitInternal, "cannot allocate ggml contexts");
         bg->b = std::make_unique<Builder>(bg->cctx, bg->wctx, record);
         bg->b->f16_weights = f16_weights;
+        bg->b->share = share;
+        if (share) share->begin(tensors);
         try {
             lower_graph(g, *bg->b);
         } catch (const Builder::ContextFull&) {

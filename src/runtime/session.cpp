@@ -71,22 +71,87 @@ Session::Session(Graph& g, const SessionOptions& opts) : g_(g) {
     }
 }
 
+WeightPool::~WeightPool() {
+    drop_pending();
+    for (auto b : bufs_) ggml_backend_buffer_free(b);
+    for (auto c : ctxs_) ggml_free(c);
+}
+
+void WeightPool::drop_pending() {
+    if (pending_buf_) ggml_backend_buffer_free(pending_buf_);
+    if (pending_ctx_) ggml_free(pending_ctx_);
+    pending_buf_ = nullptr;
+    pending_ctx_ = nullptr;
+    pending_.clear();
+}
+
+void WeightPool::begin(size_t max_tensors) {
+    drop_pending();
+    ggml_init_params p = {ggml_tensor_overhead() * (max_tensors + 64), nullptr, true};
+    pending_ctx_ = ggml_init(p);
+    if (!pending_ctx_) fail(kExitInternal, "cannot allocate a ggml context");
+}
+
+ggml_tensor* WeightPool::get(const std::string& key, ggml_type type, const int64_t ne[4], bool* fresh) {
+    *fresh = false;
+    auto it = published_.find(key);
+    if (it != published_.end()) return it->second;
+    it = pending_.find(key);
+    if (it != pending_.end()) return it->second;  // uploaded by the first reader in this graph
+    if (!pending_ctx_ || ggml_used_mem(pending_ctx_) + 8 * ggml_tensor_overhead() > ggml_get_mem_size(pending_ctx_)) throw Builder::ContextFull{};
+    ggml_tensor* t = ggml_new_tensor(pending_ctx_, type, 4, ne);
+    std::string name = "s" + std::to_string(published_.size() + pending_.size());
+    ggml_set_name(t, name.c_str());
+    pending_[key] = t;
+    *fresh = true;
+    return t;
+}
+
+uint64_t WeightPool::pending_bytes() const {
+    uint64_t n = 0;
+    for (auto& kv : pending_) n += ggml_nbytes(kv.second);
+    return n;
+}
+
+void WeightPool::alloc(ggml_backend_buffer_type_t buft) {
+    if (pending_.empty()) return;
+    if (buft_ && buft != buft_) internal_error("shared weights on two buffer types");
+    buft_ = buft;
+    pending_buf_ = ggml_backend_alloc_ctx_tensors_from_buft(pending_ctx_, buft);
+    if (!pending_buf_) fail(kExitInternal, "cannot allocate the shared weight buffer");
+    ggml_backend_buffer_set_usage(pending_buf_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+}
+
+void WeightPool::publish() {
+    if (pending_.empty() || !pending_buf_) return drop_pending();
+    bytes_ += ggml_backend_buffer_get_size(pending_buf_);
+    published_.insert(pending_.begin(), pending_.end());
+    bufs_.push_back(pending_buf_);
+    ctxs_.push_back(pending_ctx_);
+    pending_buf_ = nullptr;
+    pending_ctx_ = nullptr;
+    pending_.clear();
+}
+
 void Session::init(const SessionOptions& opts) {
     Graph& g = g_;
-    bg_ = build_graph(g, false, opts.f16_weights);
+    bg_ = build_graph(g, false, opts.f16_weights, opts.pool);
     for (size_t k = 0; k < g.outputs.size(); ++k)  // kept before release_host_constants drops initializers
         if (!bg_->b->outputs[k] && g.values[g.outputs[k]].constant) host_outs_[k] = *g.values[g.outputs[k]].constant;
     backend_ = init_backend(opts.backend, opts.threads);
     bool is_cpu = ggml_backend_dev_type(ggml_backend_get_device(backend_)) == GGML_BACKEND_DEVICE_TYPE_CPU;
     if (!is_cpu) cpu_ = init_backend("cpu", opts.threads);
     // weights: one buffer on the backend, uploaded once; the host copies are dropped
-    size_t wbytes = 0;
+    size_t wbytes = opts.held_bytes + (opts.pool ? opts.pool->bytes() : 0);
     for (auto& w : bg_->b->weights) wbytes += ggml_nbytes(w.t);
     check_memory(wbytes, g.path + ": the weights");
-    if (wbytes > 0) {
-        wbuf_ = ggml_backend_alloc_ctx_tensors(bg_->wctx, backend_);
-        if (!wbuf_) fail(kExitInternal, "cannot allocate the weight buffer on " + backend_name());
-        ggml_backend_buffer_set_usage(wbuf_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    if (!bg_->b->weights.empty()) {
+        if (opts.pool) opts.pool->alloc(ggml_backend_get_default_buffer_type(backend_));
+        if (ggml_get_first_tensor(bg_->wctx)) {
+            wbuf_ = ggml_backend_alloc_ctx_tensors(bg_->wctx, backend_);
+            if (!wbuf_) fail(kExitInternal, "cannot allocate the weight buffer on " + backend_name());
+            ggml_backend_buffer_set_usage(wbuf_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+        }
         // one weight at a time: its stored form is made, uploaded and dropped; with
         // release_host_constants the graph's own copy goes too, so a file mapping is unmapped
         if (opts.release_host_constants)
@@ -98,6 +163,7 @@ void Session::init(const SessionOptions& opts) {
             w.host = Tensor();
         }
     }
+    if (opts.pool) opts.pool->publish();
     if (ggml_graph_n_nodes(bg_->gf) == 0) return;  // nothing to compute: every output is empty
     ggml_backend_t backends[2] = {backend_, cpu_};
     sched_ = ggml_backend_sched_new(backends, nullptr, cpu_ ? 2 : 1, bg_->graph_size, false, true);
@@ -213,6 +279,13 @@ void Session::release() {
 std::string Session::backend_name() const { return ggml_backend_name(backend_); }
 
 size_t Session::weight_bytes() const { return wbuf_ ? ggml_backend_buffer_get_size(wbuf_) : 0; }
+
+size_t Session::buffer_bytes() const {
+    size_t n = weight_bytes();
+    for (ggml_backend_t be : {backend_, cpu_})
+        if (be && sched_) n += ggml_backend_sched_get_buffer_size(sched_, be);
+    return n;
+}
 
 std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) {
     if (inputs.size() != g_.inputs.size())

@@ -12,6 +12,8 @@
 
 namespace onnx2ggml {
 
+class WeightPool;
+
 struct SessionOptions {
     std::string backend = "auto";  // a ggml device name (case-insensitive prefix), "cpu" (pure ggml) or "auto"
     int threads = 0;              // 0 = all cores
@@ -19,6 +21,37 @@ struct SessionOptions {
     // Drop the graph's initializer data once the weights are uploaded (the graph cannot be
     // lowered again afterwards): peak memory is then one copy of the weights.
     bool release_host_constants = false;
+    WeightPool* pool = nullptr;         // initializers' weights shared with other sessions of the model
+    uint64_t held_bytes = 0;           // memory held elsewhere (other sessions), counted in --max-memory checks
+};
+
+// The weights that several sessions of one model share (the Builder's WeightShare): the tensors a
+// lowering asks for are made in a pending context, allocated and uploaded by the session whose
+// graph made them (alloc, then publish once uploaded), and kept until the pool goes, so that each
+// initializer is uploaded once for every run-time specialization (runtime/specializing_session.h).
+class WeightPool : public WeightShare {
+public:
+    WeightPool() = default;
+    WeightPool(const WeightPool&) = delete;
+    WeightPool& operator=(const WeightPool&) = delete;
+    ~WeightPool() override;
+    ggml_tensor* get(const std::string& key, ggml_type type, const int64_t ne[4], bool* fresh) override;
+    void begin(size_t max_tensors) override;
+    uint64_t pending_bytes() const;
+    void alloc(ggml_backend_buffer_type_t buft);  // the pending tensors' memory
+    void publish();                                // they hold their data: later graphs may use them
+    uint64_t bytes() const { return bytes_; }      // published
+    size_t size() const { return published_.size(); }
+
+private:
+    void drop_pending();
+    std::map<std::string, ggml_tensor*> published_, pending_;
+    ggml_context* pending_ctx_ = nullptr;
+    ggml_backend_buffer_t pending_buf_ = nullptr;
+    std::vector<ggml_context*> ctxs_;
+    std::vector<ggml_backend_buffer_t> bufs_;
+    ggml_backend_buffer_type_t buft_ = nullptr;
+    uint64_t bytes_ = 0;
 };
 
 // Backend by name through ggml's registry; throws with the list of available devices.
@@ -55,7 +88,8 @@ public:
     const Graph& graph() const { return g_; }
     std::string backend_name() const;
     std::map<std::string, int> op_histogram() const { return ggml_op_histogram(bg_->gf); }
-    size_t weight_bytes() const;
+    size_t weight_bytes() const;  // this session's own weight buffer (not the shared pool)
+    size_t buffer_bytes() const;  // its own weight and compute buffers
     // Profiling: each node is then computed on its own and timed (slower than a plain run).
     void set_profile(bool on);
     std::vector<ProfileRow> profile() const;  // by time, largest first

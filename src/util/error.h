@@ -27,6 +27,12 @@ struct NeedsConstant : Error {
     NeedsConstant(const std::string& msg, const std::string& d, const std::string& v) : Error(3, msg, d), value(v) {}
 };
 
+// A limit that a value exceeds (a Loop's trip count past what is unrolled): exit 3 for a model's
+// own constants; SpecializingSession turns it into exit 2 when a run's control input decides it.
+struct LimitExceeded : Error {
+    LimitExceeded(const std::string& msg, const std::string& d) : Error(3, msg, d) {}
+};
+
 [[noreturn]] inline void fail(int code, const std::string& msg) { throw Error(code, msg); }
 [[noreturn]] inline void bad_input(const std::string& msg) { throw Error(kExitBadInput, msg); }
 [[noreturn]] inline void unsupported(const std::string& msg) { throw Error(kExitUnsupported, msg); }

@@ -115,7 +115,10 @@ case("string tensor count mismatch", run(save("string_count.onnx", add_init_mode
 t = helper.make_tensor("w", TensorProto.STRING, [1], [b"a"]); t.raw_data = b"abcd"
 case("string tensor in raw_data", run(save("string_raw.onnx", add_init_model(t))), 2, r"tensor 'w': a string tensor must hold its elements in string_data")
 sn = model([helper.make_node("StringNormalizer", ["s"], ["y"], name="norm0")], [vi("s", [2], TensorProto.STRING)], [vi("y", None, TensorProto.STRING)], opset=10)
-case("string graph input not frozen", run(save("strnorm.onnx", sn)), 3, r"norm0.*must be a compile-time constant \(a graph input: .*--freeze s=FILE\.npy\)")
+case("string graph input without a value", run(save("strnorm.onnx", sn)), 2, r"input 's' is a string tensor: give --input s=FILE\.npy")
+case("string graph input frozen per run (a control input)", ["run", path("strnorm.onnx"), "--input", "s=" + path("strings.npy"), "--output-dir", WORK], 0, r"")
+case("compile: string graph input not frozen", ["compile", path("strnorm.onnx"), "-o", path("strnorm_gen0")], 3,
+     r"norm0.*must be a compile-time constant \(a graph input: .*--freeze s=FILE\.npy\)")
 case("compile with a string output", ["compile", save("strnorm_c.onnx", sn), "-o", path("strnorm_gen"), "--freeze", "s=" + path("strings.npy")], 3,
      r"graph output 'y' has dtype string")
 cast = model([helper.make_node("Cast", ["s"], ["y"], name="cast0", to=TensorProto.FLOAT)], [vi("s", [2], TensorProto.STRING)], [vi("y", None)], opset=13)
@@ -274,8 +277,14 @@ def branch(out, value):
 
 
 if_node = helper.make_node("If", ["cond"], ["y"], name="if0", then_branch=branch("t", 1.0), else_branch=branch("e", 0.0))
-case("If with a runtime condition", run(save("if_rt.onnx", model([if_node], [vi("cond", [], TensorProto.BOOL)], [vi("y", None)]))), 3,
-     r"if0.*input 0 \('cond'\) must be a compile-time constant")
+if_rt = save("if_rt.onnx", model([if_node], [vi("cond", [], TensorProto.BOOL)], [vi("y", None)]))
+case("compile: If with a runtime condition", ["compile", if_rt, "-o", path("if_rt_gen")], 3, r"if0.*input 0 \('cond'\) must be a compile-time constant")
+for cv in (True, False):  # run: the condition is a control input, the graph specialized per value
+    np.save(path(f"cond_{cv}.npy"), np.array(cv))
+    np.save(path(f"if_y_{cv}.npy"), np.array([1.0 if cv else 0.0], np.float32))
+case("If with a runtime condition: both branches in one session",
+     ["check", if_rt, "--input", "cond=" + path("cond_True.npy"), "--expect", "y=" + path("if_y_True.npy"), "--then",
+      "--input", "cond=" + path("cond_False.npy"), "--expect", "y=" + path("if_y_False.npy")], 0, r"")
 body = helper.make_graph([helper.make_node("Identity", ["c_in"], ["c_out"]), helper.make_node("Add", ["s_in", "x"], ["s_out"])], "body",
                          [vi("i", [], TensorProto.INT64), vi("c_in", [], TensorProto.BOOL), vi("s_in", [1])], [vi("c_out", [], TensorProto.BOOL), vi("s_out", [1])])
 big_trip = numpy_helper.from_array(np.array(10**9, np.int64), "m")
@@ -350,6 +359,29 @@ case("--input-shape rank mismatch", run(dyn, "--input-shape", "x=2x4x1"), 2, r"h
 case("--input-shape unknown input", run(dyn, "--input-shape", "zz=2x4"), 2, r"names 'zz', which is not a graph input")
 case("--input-shape conflicts", run(dyn, "--input-shape", "x=2x5"), 2, r"conflicts with the model's static dim 1 = 4")
 case("--input-shape bad dims", run(dyn, "--input-shape", "x=2xfoo"), 2, r"bad dims '2xfoo'")
+# dims bound from the input files (a symbolic dim name binds one value across inputs)
+dyn2 = save("dyn2.onnx", model([helper.make_node("Add", ["a", "b"], ["y"], name="add0")], [vi("a", ["batch", 4]), vi("b", ["batch", 4])], [vi("y", None)]))
+for n, shp in (("a24", (2, 4)), ("b34", (3, 4)), ("a14", (1, 4))):
+    np.save(path(n + ".npy"), np.ones(shp, np.float32))
+case("inputs disagreeing on a symbolic dim", ["run", dyn2, "--input", "a=" + path("a24.npy"), "--input", "b=" + path("b34.npy"), "--output-dir", WORK], 2,
+     r"inputs 'a' and 'b' disagree on the symbolic dim 'batch': .*a24\.npy: input 'a' has shape \[2,4\] \(batch=2\), .*b34\.npy: input 'b' has shape \[3,4\] \(batch=3\)")
+case("an input file against --input-shape", ["run", dyn, "--input", "x=" + path("a14.npy"), "--input-shape", "x=2x4", "--output-dir", WORK], 2,
+     r"a14\.npy: input 'x' has shape \[1,4\] \(batch=1\), but --input-shape gives x=2x4")
+case("a random input's dims bound by another input's file", ["run", dyn2, "--input", "a=" + path("b34.npy"), "--random-inputs", "0", "--output-dir", WORK], 0, r"")
+case("dims from the input files, three shapes in one session",
+     ["run", dyn, "--input", "x=" + path("a24.npy"), "--then", "--input", "x=" + path("b34.npy"), "--then", "--input", "x=" + path("a24.npy"),
+      "--output-dir", path("dyn_sets")], 0, r"")
+# control inputs (values that decide compile-time facts) too large for what they decide: exit 2, nothing allocated
+np.save(path("n_huge.npy"), np.array([10**12], np.int64))
+np.save(path("m_big.npy"), np.array(10**9, np.int64))
+cos = save("cos_in.onnx", model([helper.make_node("ConstantOfShape", ["n"], ["y"], name="cos0", value=numpy_helper.from_array(np.array([1.0], np.float32)))],
+                                [vi("n", [1], TensorProto.INT64)], [vi("y", None)]))
+case("control input asking for a huge tensor", ["run", cos, "--input", "n=" + path("n_huge.npy"), "--output-dir", WORK, "--max-memory", "1G"], 2,
+     r"cos_in\.onnx: the weights and the largest intermediate tensor needs \d+ MiB, above the memory limit.*control inputs of this run: n = 1000000000000")
+loop_in = save("loop_in.onnx", model([helper.make_node("Loop", ["m", "", "x"], ["y"], name="loop1", body=body)], [vi("m", [], TensorProto.INT64), vi("x", [1])],
+                                     [vi("y", None)]))
+case("control input asking for a billion Loop iterations", ["run", loop_in, "--input", "m=" + path("m_big.npy"), "--random-inputs", "0", "--output-dir", WORK], 2,
+     r"loop1.*trip count 1000000000.*more than 4096 iterations.*control inputs of this run: m = 1000000000")
 relu = save("relu.onnx", relu_model())
 
 
@@ -382,7 +414,7 @@ npy_case("truncated data", npy_bytes(good, b"\0" * 9), r"truncated data")
 npy_case("huge declared shape", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (100000000000, 100), }"), r"truncated data|shape too large")
 npy_case("trailing bytes", npy_bytes(good, b"\0" * 20), r"trailing bytes")
 npy_case("truncated header", b"\x93NUMPY\x01\x00\xff\x00{'descr'", r"truncated header")
-npy_case("wrong shape", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", b"\0" * 16), r"input 'x' has shape \[2,2\], the model expects \[1,4\]")
+npy_case("wrong shape", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", b"\0" * 16), r"input 'x' has shape \[2,2\], the model expects 1x4 \(its static dim 0 = 1\)")
 npy_case("wrong dtype", npy_bytes("{'descr': '<i8', 'fortran_order': False, 'shape': (1, 4), }", b"\0" * 32), r"input 'x' has dtype int64, the model expects float32")
 case("unknown command", ["frobnicate", relu], 2, r"unknown command 'frobnicate'")
 case("bad number", ["run", relu, "--threads", "abc"], 2, r"bad number 'abc' after --threads")

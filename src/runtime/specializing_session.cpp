@@ -1,0 +1,344 @@
+#include "runtime/specializing_session.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <set>
+
+#include "util/error.h"
+
+namespace onnx2ggml {
+
+namespace {
+
+// "batchx3xheightxwidth": the model's dims, symbolic ones by name
+std::string model_dims(const Value& v) {
+    std::string r;
+    for (size_t i = 0; i < v.shape.size(); ++i) {
+        std::string p = i < v.dim_params.size() && !v.dim_params[i].empty() ? v.dim_params[i] : "?";
+        r += (i ? "x" : "") + (v.shape[i] >= 0 ? std::to_string(v.shape[i]) : p);
+    }
+    return r.empty() ? "scalar" : r;
+}
+
+// a shape as --input-shape writes it: 1x3x224x224
+std::string xdims(const Shape& s) {
+    std::string r;
+    for (size_t i = 0; i < s.size(); ++i) r += (i ? "x" : "") + std::to_string(s[i]);
+    return r.empty() ? "scalar" : r;
+}
+
+std::string dim_name(const Value& v, size_t i) {
+    return i < v.dim_params.size() && !v.dim_params[i].empty() ? "'" + v.dim_params[i] + "'" : "dim " + std::to_string(i);
+}
+
+// "batch=2, height=64": what a shape binds the model's dynamic dims of v to
+std::string implied(const Value& v, const Shape& s) {
+    std::string r;
+    for (size_t i = 0; i < v.shape.size() && i < s.size(); ++i)
+        if (v.shape[i] < 0) r += (r.empty() ? "" : ", ") + (i < v.dim_params.size() && !v.dim_params[i].empty() ? v.dim_params[i] : "dim " + std::to_string(i)) + "=" + std::to_string(s[i]);
+    return r;
+}
+
+std::string ms_str(double ms) {
+    char b[32];
+    snprintf(b, sizeof b, "%.1f ms", ms);
+    return b;
+}
+
+}  // namespace
+
+std::vector<Shape> resolve_input_shapes(const Graph& model, const std::vector<int>& ids, const std::vector<const Tensor*>& inputs,
+                                        const CompileOptions& opts, const std::vector<std::string>& sources) {
+    if (inputs.size() != ids.size())
+        bad_input(model.path + ": expected " + std::to_string(ids.size()) + " inputs, got " + std::to_string(inputs.size()));
+    std::vector<Shape> r(ids.size());
+    std::vector<std::string> what(ids.size());  // where each shape comes from, for the messages
+    struct Binding { int64_t value; size_t input; };
+    std::map<std::string, Binding> sym;  // symbolic dim name -> the value the first input binding it gives
+    std::vector<bool> known(ids.size(), false);
+    for (size_t k = 0; k < ids.size(); ++k) {  // given tensors, else --input-shape: checked, and binding symbolic dims
+        const Value& v = model.values[size_t(ids[k])];
+        auto given = opts.input_shapes.find(v.name);
+        if (inputs[k]) {
+            const Tensor& t = *inputs[k];
+            what[k] = (k < sources.size() && !sources[k].empty() ? sources[k] : model.path) + ": input '" + v.name + "'";
+            bool int_ok = !dtype_is_float(v.dtype) && (t.dtype == DType::I64 || t.dtype == DType::I32);
+            if (t.dtype != v.dtype && !int_ok)
+                bad_input(what[k] + " has dtype " + dtype_name(t.dtype) + ", the model expects " + dtype_name(v.dtype));
+            if (given != opts.input_shapes.end() && given->second != t.shape)
+                bad_input(what[k] + " has shape " + shape_str(t.shape) + (implied(v, t.shape).empty() ? "" : " (" + implied(v, t.shape) + ")") +
+                          ", but --input-shape gives " + v.name + "=" + xdims(given->second) + ": give one of them (dims are taken from the input)");
+            r[k] = t.shape;
+        } else if (given != opts.input_shapes.end()) {
+            what[k] = model.path + ": --input-shape " + v.name + "=";
+            r[k] = given->second;
+        } else {
+            continue;
+        }
+        known[k] = true;
+        bool file = inputs[k] != nullptr;
+        auto dims = [&](size_t x) { return inputs[x] ? " has shape " + shape_str(r[x]) : xdims(r[x]); };
+        if (r[k].size() != v.shape.size())
+            bad_input(what[k] + dims(k) + (file ? " (rank " + std::to_string(r[k].size()) + ")" : " has rank " + std::to_string(r[k].size())) +
+                      ", the model declares rank " + std::to_string(v.shape.size()) + " (" + model_dims(v) + ")");
+        for (size_t i = 0; i < v.shape.size(); ++i)
+            if (v.shape[i] >= 0 && r[k][i] != v.shape[i])
+                bad_input(what[k] + dims(k) + (file ? ", the model expects " + model_dims(v) + " (its static dim " : " conflicts with the model's static dim ") +
+                          std::to_string(i) + " = " + std::to_string(v.shape[i]) + (file ? ")" : ""));
+        for (size_t i = 0; i < v.shape.size(); ++i) {
+            if (v.shape[i] >= 0 || i >= v.dim_params.size() || v.dim_params[i].empty()) continue;
+            auto b = sym.emplace(v.dim_params[i], Binding{r[k][i], k});
+            if (b.second || b.first->second.value == r[k][i]) continue;
+            size_t j = b.first->second.input;
+            const std::string& p = v.dim_params[i];
+            auto side = [&](size_t x, int64_t val) {
+                return what[x] + dims(x) + " (" + p + "=" + std::to_string(val) + ")";
+            };
+            bad_input("inputs '" + model.values[size_t(ids[j])].name + "' and '" + v.name + "' disagree on the symbolic dim '" + p + "': " +
+                      side(j, b.first->second.value) + ", " + side(k, r[k][i]));
+        }
+    }
+    for (size_t k = 0; k < ids.size(); ++k) {  // neither: the static dims and the symbolic dims other inputs bind
+        if (known[k]) continue;
+        const Value& v = model.values[size_t(ids[k])];
+        r[k] = v.shape;
+        for (size_t i = 0; i < v.shape.size(); ++i) {
+            if (v.shape[i] >= 0) continue;
+            auto b = i < v.dim_params.size() && !v.dim_params[i].empty() ? sym.find(v.dim_params[i]) : sym.end();
+            if (b == sym.end())
+                bad_input(model.path + ": input '" + v.name + "' has a dynamic dim " + std::to_string(i) + " (" + dim_name(v, i) + ") that no given input binds (the model declares " +
+                          model_dims(v) + "): give --input " + v.name + "=FILE.npy (its dims are taken from the file) or, for --random-inputs, --input-shape " +
+                          v.name + "=...");
+            r[k][i] = b->second.value;
+        }
+    }
+    return r;
+}
+
+SpecializingSession::SpecializingSession(Graph model, const CompileOptions& copts, const SessionOptions& sopts, size_t max_specializations)
+    : model_(std::move(model)), copts_(copts), sopts_(sopts), max_(std::max<size_t>(1, max_specializations)) {
+    for (auto& kv : copts_.frozen_inputs) {
+        int id = model_.find(kv.first);
+        if (id < 0 || std::find(model_.inputs.begin(), model_.inputs.end(), id) == model_.inputs.end())
+            bad_input(model_.path + ": --freeze names '" + kv.first + "', which is not a graph input");
+    }
+    for (auto& kv : copts_.input_shapes) {
+        int id = model_.find(kv.first);
+        if (id < 0 || std::find(model_.inputs.begin(), model_.inputs.end(), id) == model_.inputs.end())
+            bad_input(model_.path + ": --input-shape names '" + kv.first + "', which is not a graph input");
+    }
+    for (int id : model_.inputs) {
+        const Value& v = model_.values[size_t(id)];
+        if (copts_.frozen_inputs.count(v.name)) continue;
+        inputs_.push_back(id);
+        bool dynamic = std::any_of(v.shape.begin(), v.shape.end(), [](int64_t d) { return d < 0; });
+        if (dynamic) fixed_shapes_ = false;
+    }
+    control_.assign(inputs_.size(), false);
+    copts_.input_shapes.clear();  // the shapes come from the inputs of each run
+}
+
+SpecializingSession::~SpecializingSession() {
+    lru_.clear();  // the sessions before the pool whose weights they read
+}
+
+std::vector<std::string> SpecializingSession::control_inputs() const {
+    std::vector<std::string> r;
+    for (size_t k = 0; k < inputs_.size(); ++k)
+        if (control_[k]) r.push_back(model_.values[size_t(inputs_[k])].name);
+    return r;
+}
+
+// A control input's value as the graph holds it (an int32 file for an int64 input is widened).
+Tensor SpecializingSession::control_value(size_t k, const Tensor& t) const {
+    DType want = model_.values[size_t(inputs_[k])].dtype;
+    return t.dtype == want ? t : t.cast(want);
+}
+
+std::string SpecializingSession::signature(const std::vector<Tensor>& inputs, std::string* readable) const {
+    std::string key;
+    for (size_t k = 0; k < inputs_.size(); ++k) {
+        const Tensor& t = inputs[k];
+        std::string dims = shape_str(t.shape);
+        key += dims + ";";
+        std::string shown = model_.values[size_t(inputs_[k])].name + "=" + dims;
+        if (control_[k]) {
+            Tensor c = control_value(k, t);
+            if (c.dtype == DType::String) {
+                for (auto& s : c.strings()) key += std::to_string(s.size()) + ":" + s;
+            } else {
+                key.append(reinterpret_cast<const char*>(c.data()), c.nbytes());
+            }
+            key += ";";
+            if (c.dtype != DType::String && c.numel() <= 4) {
+                shown += " value ";
+                for (int64_t i = 0; i < c.numel(); ++i)
+                    shown += (i ? "," : "") + (dtype_is_float(c.dtype) ? std::to_string(c.getf(i)) : std::to_string(c.geti(i)));
+            } else {
+                shown += " (value)";
+            }
+        }
+        if (readable) *readable += (readable->empty() ? "" : " ") + shown;
+    }
+    return key;
+}
+
+SpecializingSession::Entry SpecializingSession::specialize_for(const std::vector<Tensor>& inputs, const std::vector<Shape>& shapes) {
+    for (;;) {
+        auto g = std::make_unique<Graph>(model_);  // initializer data is shared, not copied
+        CompileOptions o = copts_;
+        o.input_shapes.clear();
+        for (size_t k = 0; k < inputs_.size(); ++k) {
+            const std::string& n = model_.values[size_t(inputs_[k])].name;
+            if (control_[k]) o.frozen_inputs[n] = control_value(k, inputs[k]);
+            else o.input_shapes[n] = shapes[k];
+        }
+        std::vector<UnsupportedOp> bad;
+        specialize(*g, o, &bad);
+        if (bad.empty()) {
+            optimize(*g, o);
+            validate(*g, &bad);
+        }
+        if (bad.empty()) {
+            Entry e;
+            e.g = std::move(g);
+            for (int id : e.g->inputs) e.feed.push_back(size_t(std::find(inputs_.begin(), inputs_.end(), id) - inputs_.begin()));
+            return e;
+        }
+        bool needs_only = std::all_of(bad.begin(), bad.end(), [](const UnsupportedOp& u) { return !u.needs_constant.empty(); });
+        if (!needs_only) fail_specialization(*g, bad, inputs);  // freezing more would not make it run: report all now
+        // values needed at compile time: freeze the graph inputs they come from and try again.
+        // A graph input that is such a value is frozen whatever its dtype; one it is computed from
+        // when it is an integer tensor (indices, shapes) or a scalar (a range's limit), never float data.
+        bool progress = false;
+        auto freeze = [&](int id, bool direct) {
+            auto pos = std::find(inputs_.begin(), inputs_.end(), id);
+            if (pos == inputs_.end()) return;
+            size_t k = size_t(pos - inputs_.begin());
+            const Value& v = model_.values[size_t(id)];
+            if (control_[k] || !(direct || !dtype_is_float(v.dtype) || shape_numel(shapes[k]) == 1)) return;
+            control_[k] = true;
+            progress = true;
+        };
+        for (auto& u : bad) {
+            if (u.needs_constant.empty()) continue;
+            std::vector<int> stack = {g->find(u.needs_constant)};
+            std::set<int> seen;
+            while (!stack.empty()) {
+                int v = stack.back();
+                stack.pop_back();
+                if (v < 0 || !seen.insert(v).second) continue;
+                const Value& val = g->values[size_t(v)];
+                if (val.producer < 0) {
+                    freeze(v, val.name == u.needs_constant);
+                    continue;
+                }
+                for (int in : g->nodes[size_t(val.producer)].inputs) stack.push_back(in);
+            }
+        }
+        if (!progress) fail_specialization(*g, bad, inputs);
+    }
+}
+
+// A limit that a control value exceeds (a Loop's trip count) is bad input (exit 2); the rest is
+// unsupported (exit 3), every node listed.
+// "n = 5, mode (--freeze)": the control inputs and the scalar values of this run
+std::string SpecializingSession::control_summary(const std::vector<Tensor>& inputs) const {
+    std::string ctl;
+    for (size_t k = 0; k < inputs_.size(); ++k) {
+        if (!control_[k]) continue;
+        const Tensor& t = inputs[k];
+        std::string v = t.dtype != DType::String && t.numel() == 1 ? " = " + (dtype_is_float(t.dtype) ? std::to_string(t.getf(0)) : std::to_string(t.geti(0))) : "";
+        ctl += (ctl.empty() ? "" : ", ") + model_.values[size_t(inputs_[k])].name + v;
+    }
+    for (auto& kv : copts_.frozen_inputs) ctl += (ctl.empty() ? "" : ", ") + kv.first + " (--freeze)";
+    return ctl;
+}
+
+void SpecializingSession::fail_specialization(const Graph& g, const std::vector<UnsupportedOp>& bad, const std::vector<Tensor>& inputs) const {
+    std::string ctl = control_summary(inputs);
+    for (auto& u : bad)
+        if (u.limit && !ctl.empty())
+            bad_input(g.path + ": node '" + u.node + "' (" + u.op_type + ", opset " + std::to_string(u.opset) + "): " + u.reason +
+                      " (the control inputs of this run: " + ctl + ")");
+    throw_unsupported(g, bad);
+}
+
+Session& SpecializingSession::session_for(const std::vector<Tensor>& inputs) {
+    std::vector<const Tensor*> given;
+    for (auto& t : inputs) given.push_back(&t);
+    std::vector<Shape> shapes = resolve_input_shapes(model_, inputs_, given, copts_);
+    std::string shown;
+    std::string key = signature(inputs, &shown);
+    auto it = index_.find(key);
+    if (it != index_.end()) {
+        lru_.splice(lru_.begin(), lru_, it->second);
+        stats_.hits++;
+        if (verbose_) fprintf(stderr, "onnx2ggml: specialization cache hit: %s\n", shown.c_str());
+        return *(last_ = lru_.front().s.get());
+    }
+    if (single_)
+        bad_input(model_.path + ": inputs of another shape or control value (" + (shown.empty() ? "a new signature" : shown) +
+                  ") for a session that runs one signature (its host copies of the weights are gone)");
+    auto t0 = std::chrono::steady_clock::now();
+    while (lru_.size() >= max_) {  // make room first: its memory is free for the new one
+        index_.erase(lru_.back().key);
+        lru_.pop_back();
+        stats_.evictions++;
+    }
+    last_ = nullptr;
+    Entry e = specialize_for(inputs, shapes);
+    key = signature(inputs, &(shown = ""));  // the control inputs found may have grown
+    bool one = one_signature_ || (fixed_shapes_ && std::none_of(control_.begin(), control_.end(), [](bool c) { return c; }));
+    if (one && lru_.empty()) {
+        // the only signature there can be: the host copies of the weights go once they are uploaded
+        single_ = sopts_.release_host_constants;
+        if (single_)
+            for (auto& v : model_.values)
+                if (v.is_initializer) v.constant.reset();
+    }
+    SessionOptions so = sopts_;
+    so.release_host_constants = single_;
+    so.pool = &pool_;
+    so.held_bytes = 0;
+    for (auto& c : lru_) so.held_bytes += c.s->buffer_bytes();
+    try {
+        e.s = std::make_unique<Session>(*e.g, so);
+    } catch (const Error& err) {  // e.g. over --max-memory: say which control values asked for it
+        std::string ctl = control_summary(inputs);
+        if (err.code != kExitBadInput || ctl.empty()) throw;
+        bad_input(std::string(err.what()) + " (the control inputs of this run: " + ctl + ")");
+    }
+    e.key = key;
+    auto old = index_.find(key);  // made before the control inputs had grown to these: replaced
+    if (old != index_.end()) {
+        lru_.erase(old->second);
+        index_.erase(old);
+    }
+    lru_.push_front(std::move(e));
+    index_[key] = lru_.begin();
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    stats_.misses++;
+    stats_.specialize_ms += ms;
+    stats_.last_specialize_ms = ms;
+    if (verbose_) {
+        std::string ctl;
+        for (auto& n : control_inputs()) ctl += (ctl.empty() ? "" : ", ") + n;
+        fprintf(stderr, "onnx2ggml: specialization cache miss: %s: specialized in %s (%zu cached, %llu evicted; control inputs: %s; shared weights %.1f MB)\n",
+                shown.c_str(), ms_str(ms).c_str(), lru_.size(), static_cast<unsigned long long>(stats_.evictions), ctl.empty() ? "none" : ctl.c_str(),
+                double(pool_.bytes()) / 1048576.0);
+    }
+    return *(last_ = lru_.front().s.get());
+}
+
+std::vector<Tensor> SpecializingSession::run(const std::vector<Tensor>& inputs) {
+    Session& s = session_for(inputs);
+    stats_.runs++;
+    const Entry& e = lru_.front();
+    std::vector<Tensor> feed;
+    for (size_t k : e.feed) feed.push_back(inputs[k]);
+    return s.run(feed);
+}
+
+}  // namespace onnx2ggml
