@@ -320,3 +320,82 @@ TEST(Loader, ExternalDataIsConfined) {
         }
     }
 }
+
+// ---- run-time specialization -------------------------------------------------------------
+
+// y = Reshape(x + w, s): x [n, 3] with a symbolic n, w an initializer [3], s an int64 graph input
+// (a control input: Reshape needs its value at compile time).
+static Graph dynamic_reshape_graph() {
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(17);
+    auto* g = m.mutable_graph();
+    auto* x = g->add_input();
+    x->set_name("x");
+    auto* xt = x->mutable_type()->mutable_tensor_type();
+    xt->set_elem_type(1);
+    xt->mutable_shape()->add_dim()->set_dim_param("n");
+    xt->mutable_shape()->add_dim()->set_dim_value(3);
+    auto* s = g->add_input();
+    s->set_name("s");
+    s->mutable_type()->mutable_tensor_type()->set_elem_type(7);
+    s->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(2);
+    auto* w = g->add_initializer();
+    w->set_name("w");
+    w->set_data_type(1);
+    w->add_dims(3);
+    for (float v : {1.f, 2.f, 3.f}) w->add_float_data(v);
+    auto* add = g->add_node();
+    add->set_op_type("Add");
+    add->add_input("x");
+    add->add_input("w");
+    add->add_output("a");
+    auto* rs = g->add_node();
+    rs->set_op_type("Reshape");
+    rs->add_input("a");
+    rs->add_input("s");
+    rs->add_output("y");
+    g->add_output()->set_name("y");
+    std::string bytes;
+    m.SerializeToString(&bytes);
+    return load_onnx_from_bytes(bytes, "mem.onnx", ".");
+}
+
+TEST(SpecializingSession, BindsDimsFindsControlInputsAndCaches) {
+    SpecializingSession ss(dynamic_reshape_graph(), CompileOptions{}, SessionOptions{"cpu", 1}, 2);
+    auto run = [&](int64_t n, std::vector<int64_t> shape) {
+        Tensor x = random_tensor(DType::F32, {n, 3}, uint64_t(n));
+        auto out = ss.run({x, Tensor::from_i64(shape, {2})});
+        EXPECT_EQ(out[0].shape, Shape(shape.begin(), shape.end()));
+        for (int64_t i = 0; i < x.numel(); ++i) EXPECT_EQ(float(out[0].getf(i)), float(x.getf(i)) + float(1 + i % 3));
+    };
+    run(2, {3, 2});
+    EXPECT_EQ(ss.control_inputs(), std::vector<std::string>{"s"});
+    uint64_t shared = ss.shared_weight_bytes();  // w, in one buffer (aligned)
+    EXPECT_GE(shared, 3 * sizeof(float));
+    run(2, {1, 6});   // same shapes, another control value: a new specialization
+    run(2, {3, 2});   // a hit
+    run(4, {2, 6});   // a new shape: the least recently used ({1, 6}) is evicted
+    const SpecializationStats& st = ss.stats();
+    EXPECT_EQ(st.runs, 4u);
+    EXPECT_EQ(st.misses, 3u);
+    EXPECT_EQ(st.hits, 1u);
+    EXPECT_EQ(st.evictions, 1u);
+    EXPECT_EQ(ss.cached(), 2u);
+    EXPECT_EQ(ss.shared_weight_bytes(), shared);  // w uploaded once for all three specializations
+}
+
+TEST(SpecializingSession, InputsDisagreeingOnASymbolicDim) {
+    Graph g = dynamic_reshape_graph();
+    std::vector<int> ids = {g.inputs[0], g.inputs[0]};  // the same symbolic dim n twice
+    Tensor a = Tensor::zeros(DType::F32, {2, 3}), b = Tensor::zeros(DType::F32, {5, 3});
+    try {
+        resolve_input_shapes(g, ids, {&a, &b}, CompileOptions{});
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code, kExitBadInput);
+        EXPECT_NE(std::string(e.what()).find("(n=2)"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("(n=5)"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(resolve_input_shapes(g, ids, {&a, nullptr}, CompileOptions{})[1], (Shape{2, 3}));  // bound by the other input
+}
