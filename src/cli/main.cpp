@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -284,8 +285,15 @@ int cmd_inspect(const Args& a) {
     return bad.empty() ? 0 : kExitUnsupported;
 }
 
+// mkdir -p: the output folder and its parents; exit 2 naming the path when that fails
+void make_dirs(const std::string& dir) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec || !std::filesystem::is_directory(dir)) bad_input(dir + ": cannot create output folder" + (ec ? " (" + ec.message() + ")" : ""));
+}
+
 void write_outputs(const Graph& g, const std::vector<Tensor>& outs, const std::string& dir) {
-    mkdir(dir.c_str(), 0755);
+    make_dirs(dir);
     std::string json = "{\n";
     for (size_t k = 0; k < outs.size(); ++k) {
         std::string file = "output_" + std::to_string(k) + ".npy";
@@ -357,7 +365,6 @@ int cmd_run(const Args& a) {
         }
         // several input sets: the outputs of set K go to DIR/K
         std::string out = a.sets.size() == 1 ? dir : dir + "/" + std::to_string(si);
-        if (a.sets.size() > 1) mkdir(dir.c_str(), 0755);
         write_outputs(g, outs, out);
         for (size_t k = 0; k < outs.size(); ++k)
             std::cerr << (a.sets.size() > 1 ? "set " + std::to_string(si) + ": " : "") << g.values[g.outputs[k]].name << " "

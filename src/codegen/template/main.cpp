@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <strings.h>
@@ -178,6 +179,12 @@ int main(int argc, char** argv) {
     }
     if (ggml_backend_sched_graph_compute(sched, gf) != GGML_STATUS_SUCCESS) die("graph compute failed");
 
+    {  // mkdir -p: the output folder and its parents
+        std::error_code ec;
+        std::filesystem::create_directories(out_dir, ec);
+        if (ec || !std::filesystem::is_directory(out_dir))
+            die(out_dir + ": cannot create output folder" + (ec ? " (" + ec.message() + ")" : ""));
+    }
     std::string json = "{\n";
     for (int k = 0; k < model::n_outputs; ++k) {
         const auto& info = model::outputs[k];
