@@ -225,21 +225,18 @@ void Session::set_profile(bool on) {
     }
 }
 
-std::vector<ProfileRow> Session::profile() const {
-    std::vector<ProfileRow> r;
-    if (prof_)
-        for (auto& kv : prof_->rows) r.push_back(kv.second);
-    std::sort(r.begin(), r.end(), [](const ProfileRow& a, const ProfileRow& b) { return a.ms > b.ms; });
+// the rows of a profile map, largest time first
+template <class Map>
+static std::vector<typename Map::mapped_type> by_time(const Map& m) {
+    std::vector<typename Map::mapped_type> r;
+    for (auto& kv : m) r.push_back(kv.second);
+    std::sort(r.begin(), r.end(), [](const auto& a, const auto& b) { return a.ms > b.ms; });
     return r;
 }
 
-std::vector<ProfileNode> Session::profile_nodes() const {
-    std::vector<ProfileNode> r;
-    if (prof_)
-        for (auto& kv : prof_->nodes) r.push_back(kv.second);
-    std::sort(r.begin(), r.end(), [](const ProfileNode& a, const ProfileNode& b) { return a.ms > b.ms; });
-    return r;
-}
+std::vector<ProfileRow> Session::profile() const { return prof_ ? by_time(prof_->rows) : std::vector<ProfileRow>{}; }
+
+std::vector<ProfileNode> Session::profile_nodes() const { return prof_ ? by_time(prof_->nodes) : std::vector<ProfileNode>{}; }
 
 SchedStats Session::sched_stats() const {
     SchedStats st;

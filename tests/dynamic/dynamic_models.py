@@ -119,26 +119,25 @@ def export(m, args, path, in_names, out_names, axes):
     torch.onnx.export(m, args, path, input_names=in_names, output_names=out_names, dynamic_axes=axes, opset_version=14)
 
 
-def test_resnet18(gen):
-    m = torchvision.models.resnet18(num_classes=10).eval()
+def check_shapes(gen, name, m, example, in_name, out_name, axes, shapes):
+    """Exports m with dynamic axes, runs it in one session at each of `shapes`, compares with torch."""
     randomize(m, gen)
-    p = os.path.join(WORK, "resnet18", "model.onnx")
-    export(m, torch.zeros(1, 3, 64, 64), p, ["input"], ["out"], {"input": {0: "batch", 2: "height", 3: "width"}})
-    sets = [[torch.randn(s, generator=gen)] for s in [(1, 3, 64, 64), (2, 3, 96, 80), (1, 3, 112, 128)]]
+    p = os.path.join(WORK, name, "model.onnx")
+    export(m, example, p, [in_name], [out_name], {in_name: axes})
+    sets = [[torch.randn(s, generator=gen)] for s in shapes]
     with torch.no_grad():
         refs = [[m(*s).numpy()] for s in sets]
-    assert run_sets("resnet18", p, ["input"], [[a.numpy() for a in s] for s in sets], refs) == 3
+    assert run_sets(name, p, [in_name], [[a.numpy() for a in s] for s in sets], refs) == len(shapes)
+
+
+def test_resnet18(gen):
+    check_shapes(gen, "resnet18", torchvision.models.resnet18(num_classes=10).eval(), torch.zeros(1, 3, 64, 64), "input", "out",
+                 {0: "batch", 2: "height", 3: "width"}, [(1, 3, 64, 64), (2, 3, 96, 80), (1, 3, 112, 128)])
 
 
 def test_encoder(gen):
-    m = Encoder().eval()
-    randomize(m, gen)
-    p = os.path.join(WORK, "encoder", "model.onnx")
-    export(m, torch.zeros(2, 5, 32), p, ["x"], ["y"], {"x": {0: "batch", 1: "seq"}})
-    sets = [[torch.randn(s, generator=gen)] for s in [(1, 7, 32), (3, 12, 32), (2, 33, 32)]]
-    with torch.no_grad():
-        refs = [[m(*s).numpy()] for s in sets]
-    assert run_sets("encoder", p, ["x"], [[a.numpy() for a in s] for s in sets], refs) == 3
+    check_shapes(gen, "encoder", Encoder().eval(), torch.zeros(2, 5, 32), "x", "y", {0: "batch", 1: "seq"},
+                 [(1, 7, 32), (3, 12, 32), (2, 33, 32)])
 
 
 def test_if_scripted(gen):
