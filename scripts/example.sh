@@ -11,15 +11,27 @@ while [ $# -gt 0 ]; do
     *) echo "usage: example.sh [--no-setup] [--build-dir DIR]" >&2; exit 2 ;;
   esac; shift
 done
-[ $setup = 1 ] && "$here/scripts/setup.sh"
-[ -x "$build/onnx2ggml" ] || "$here/scripts/build.sh" "$build"
+# quiet: each step prints one line; a step's full output goes to a log file, printed only when it fails
+log="$build/example.log"
+step() {  # step "what it does" command...
+  local what=$1; shift
+  echo "example: $what"
+  if ! "$@" >>"$log" 2>&1; then
+    tail -n 40 "$log" >&2
+    echo "example: FAILED: $what (full log: $log)" >&2
+    exit 1
+  fi
+}
+mkdir -p "$build" && : >"$log"
+[ $setup = 1 ] && step "setting up (Debian packages, the pinned ggml)" "$here/scripts/setup.sh"
+[ -x "$build/onnx2ggml" ] || step "building onnx2ggml in $build (the first time takes a few minutes)" "$here/scripts/build.sh" "$build"
 ex="$here/examples/tinycnn"
 gen="$build/example/gen"
 rm -rf "$build/example" && mkdir -p "$build/example/out"
-"$build/onnx2ggml" compile "$ex/model.onnx" -o "$gen"
-cmake -S "$gen" -B "$gen/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$gen/build" -j "$(nproc)" >/dev/null
-"$gen/build/model" --input "input=$ex/input.npy" --output-dir "$build/example/out"
+step "compiling examples/tinycnn/model.onnx to a C++ ggml program in $gen" "$build/onnx2ggml" compile "$ex/model.onnx" -o "$gen"
+step "configuring the generated program" cmake -S "$gen" -B "$gen/build" -DCMAKE_BUILD_TYPE=Release
+step "building the generated program" cmake --build "$gen/build" -j "$(nproc)"
+step "running $gen/build/model" "$gen/build/model" --input "input=$ex/input.npy" --output-dir "$build/example/out"
 /usr/bin/python3 - "$ex/expected.npy" "$build/example/out/output_0.npy" <<'PY'
 import sys, numpy as np
 ref, got = np.load(sys.argv[1]), np.load(sys.argv[2])

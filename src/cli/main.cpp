@@ -17,6 +17,8 @@
 
 #include "onnx/loader.h"
 #include "onnx2ggml/onnx2ggml.h"
+#include "o2g_build_version.h"
+#include "o2g_info.h"
 #include "ops/op.h"
 #include "util/limits.h"
 
@@ -35,6 +37,7 @@ const char* kUsage =
     "  check   TESTDIR   (an ONNX backend-test folder: model.onnx + test_data_set_*/)\n"
     "  bench   MODEL [--input ... | --random-inputs SEED] [--repeat N] [--warmup W] [--threads N] [--backend B]\n"
     "  ops     (list the supported ONNX operators)\n"
+    "  --version (onnx2ggml's version and commit, ggml's and oneDNN's, the backends and their devices)\n"
     "dynamic dims are taken from the --input files (--input-shape: for --random-inputs and compile)\n"
     "common: --max-memory SIZE (e.g. 4G; default: physical memory), --freeze NAME=FILE.npy (bind a graph input to a value at compile time), --no-optimize, --disable-pass NAME,\n"
     "        --weights f32|f16 (MatMul/Gemm/Conv weights stored as F16 in the runtime and the GGUF; default f32)\n"
@@ -304,6 +307,33 @@ void write_outputs(const Graph& g, const std::vector<Tensor>& outs, const std::s
     std::ofstream(dir + "/outputs.json") << json;
 }
 
+// `run` without --output-dir: one line per output (name, dtype, shape, min/max/mean, the first values);
+// nothing is written
+void print_summary(const std::string& tag, const std::string& name, const Tensor& t) {
+    const int64_t n = t.numel(), shown = std::min<int64_t>(n, 6);
+    std::string line = tag + name + ": " + dtype_name(t.dtype) + " " + shape_str(t.shape);
+    char buf[64];
+    if (t.dtype == DType::String) {
+        const auto& v = t.strings();
+        line += " values:";
+        for (int64_t i = 0; i < shown; ++i) line += " " + json_str(v[size_t(i)]);
+    } else if (n > 0) {
+        double lo = t.getf(0), hi = lo, sum = 0;
+        for (int64_t i = 0; i < n; ++i) {
+            double x = t.getf(i);
+            lo = std::min(lo, x), hi = std::max(hi, x), sum += x;
+        }
+        snprintf(buf, sizeof buf, " min=%.6g max=%.6g mean=%.6g", lo, hi, sum / double(n));
+        line += std::string(buf) + " values:";
+        for (int64_t i = 0; i < shown; ++i) {
+            snprintf(buf, sizeof buf, " %.6g", t.getf(i));
+            line += buf;
+        }
+    }
+    if (shown < n) line += " ...";
+    std::cout << line << "\n";
+}
+
 // `run --verbose`: the process's peak memory after each input set
 void print_peak_rss(size_t set) {
     struct rusage ru;
@@ -349,7 +379,6 @@ void print_profile(const Session& s) {
 int cmd_run(const Args& a) {
     auto ss = open_session(a, true);
     const Graph& g = ss->model();
-    std::string dir = a.output_dir.empty() ? "." : a.output_dir;
     for (size_t si = 0; si < a.sets.size(); ++si) {
         std::vector<Tensor> ins = gather_inputs(*ss, a, a.sets[si]);
         if (a.profile) {  // one plain run to warm up, one with every node alone (a backend may prepare
@@ -363,12 +392,14 @@ int cmd_run(const Args& a) {
             print_profile(*ss->last());
             ss->last()->set_profile(false);
         }
-        // several input sets: the outputs of set K go to DIR/K
-        std::string out = a.sets.size() == 1 ? dir : dir + "/" + std::to_string(si);
-        write_outputs(g, outs, out);
-        for (size_t k = 0; k < outs.size(); ++k)
-            std::cerr << (a.sets.size() > 1 ? "set " + std::to_string(si) + ": " : "") << g.values[g.outputs[k]].name << " "
-                      << shape_str(outs[k].shape) << " " << dtype_name(outs[k].dtype) << "\n";
+        std::string tag = a.sets.size() > 1 ? "set " + std::to_string(si) + ": " : "";
+        if (a.output_dir.empty()) {  // no folder given: a summary on stdout, no files
+            for (size_t k = 0; k < outs.size(); ++k) print_summary(tag, g.values[g.outputs[k]].name, outs[k]);
+        } else {  // several input sets: the outputs of set K go to DIR/K
+            write_outputs(g, outs, a.sets.size() == 1 ? a.output_dir : a.output_dir + "/" + std::to_string(si));
+            for (size_t k = 0; k < outs.size(); ++k)
+                std::cerr << tag << g.values[g.outputs[k]].name << " " << shape_str(outs[k].shape) << " " << dtype_name(outs[k].dtype) << "\n";
+        }
         if (a.verbose) print_peak_rss(si);
     }
     if (a.verbose) print_stats(*ss);
@@ -379,7 +410,7 @@ int cmd_compile(const Args& a) {
     if (a.outdir.empty()) bad_input("compile needs -o OUTDIR");
     Graph g = prepare(a.model, a.copts);
     EmitReport r = emit_project(g, a.outdir, a.model, a.f16);
-    std::cout << "wrote " << a.outdir << ": model.cpp (" << r.lines << " lines), model.h, main.cpp, npy.h, o2g_kernels.h, o2g_onednn.h, CMakeLists.txt, model.gguf ("
+    std::cout << "wrote " << a.outdir << ": model.cpp (" << r.lines << " lines), model.h, main.cpp, npy.h, o2g_info.h, o2g_kernels.h, o2g_onednn.h, CMakeLists.txt, model.gguf ("
               << r.weights << " weights, " << r.weight_bytes << " bytes)\n"
               << "build: cmake -S " << a.outdir << " -B " << a.outdir << "/build && cmake --build " << a.outdir << "/build\n";
     return 0;
@@ -517,6 +548,12 @@ int cmd_ops() {
     return 0;
 }
 
+// `onnx2ggml --version`: onnx2ggml's version and commit, then ggml's, oneDNN's and the backends
+int cmd_version() {
+    std::cout << "onnx2ggml " ONNX2GGML_VERSION " (commit " ONNX2GGML_COMMIT ")\n" << o2g_info::build_info();
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -524,6 +561,7 @@ int main(int argc, char** argv) {
         Args a = parse(argc, argv);
         if (a.cmd == "ops") return cmd_ops();
         if (a.cmd == "-h" || a.cmd == "--help" || a.cmd == "help") { std::cout << kUsage; return 0; }
+        if (a.cmd == "--version" || a.cmd == "version") return cmd_version();
         if (a.model.empty()) bad_input("missing MODEL\n" + std::string(kUsage));
         if (a.cmd == "inspect") return cmd_inspect(a);
         if (a.cmd == "run") return cmd_run(a);

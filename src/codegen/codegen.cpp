@@ -10,6 +10,7 @@
 
 #include "gguf.h"
 #include "lower/lower.h"
+#include "o2g_build_version.h"
 #include "runtime/build.h"
 #include "util/error.h"
 
@@ -104,6 +105,8 @@ EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& 
       << "#pragma once\n#include <cstdint>\n#include \"ggml.h\"\n\nnamespace model {\n\n"
       << "// index_bound > 0: an integer input that indexes a dim of that size (range-checked, negatives wrapped)\n"
       << "struct io_info { const char * name; int onnx_dtype; int64_t index_bound; int rank; int64_t shape[8]; };\n\n"
+      << "// the onnx2ggml that wrote this program (its --version prints it)\n"
+      << "constexpr const char * generator = \"onnx2ggml " ONNX2GGML_VERSION " (commit " ONNX2GGML_COMMIT ")\";\n"
       << "constexpr int n_inputs = " << g.inputs.size() << ";\n"
       << "constexpr int n_outputs = " << g.outputs.size() << ";\n"
       << "constexpr int n_weights = " << b.weights.size() << ";\n"
@@ -130,6 +133,7 @@ EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& 
     write_text(outdir + "/model.cpp", m.str());
     write_text(outdir + "/main.cpp", templates::get("main.cpp"));
     write_text(outdir + "/npy.h", templates::get("npy.h"));
+    write_text(outdir + "/o2g_info.h", templates::get("o2g_info.h"));
     write_text(outdir + "/o2g_kernels.h", templates::get("o2g_kernels.h"));
     write_text(outdir + "/o2g_onednn.h", templates::get("o2g_onednn.h"));
     std::string cm = templates::get("CMakeLists.txt");
@@ -138,7 +142,8 @@ EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& 
     write_text(outdir + "/CMakeLists.txt", cm);
 
     std::vector<std::pair<std::string, std::string>> meta = {
-        {"general.architecture", "onnx2ggml"}, {"onnx2ggml.source", model_path}, {"onnx2ggml.producer", g.producer}};
+        {"general.architecture", "onnx2ggml"}, {"onnx2ggml.source", model_path}, {"onnx2ggml.producer", g.producer},
+        {"onnx2ggml.version", ONNX2GGML_VERSION " (commit " ONNX2GGML_COMMIT ")"}};
     write_gguf(outdir + "/model.gguf", b.weights, meta);
 
     EmitReport r;

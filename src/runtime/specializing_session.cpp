@@ -263,6 +263,7 @@ void SpecializingSession::fail_specialization(const Graph& g, const std::vector<
             bad_input(g.path + ": node '" + u.node + "' (" + u.op_type + ", opset " + std::to_string(u.opset) + "): " + u.reason +
                       " (the control inputs of this run: " + ctl + ")");
     throw_unsupported(g, bad);
+    internal_error(g.path + ": specialization failed without naming a node");
 }
 
 Session& SpecializingSession::session_for(const std::vector<Tensor>& inputs) {

@@ -20,12 +20,42 @@ sys.exit(0 if got.shape == ref.shape and float(np.abs(got - ref).max()) <= 1e-4 
 PY
 }
 
-# the compiled program, built once
-gen="$work/gen"
-"$bin" compile "$ex/model.onnx" -o "$gen" >/dev/null || fail "compile"
-(cmake -S "$gen" -B "$gen/build" -DCMAKE_BUILD_TYPE=Release && cmake --build "$gen/build" -j "$(nproc)") >"$work/gen.log" 2>&1 ||
-  { cat "$work/gen.log"; fail "building the compiled program"; }
-prog="$gen/build/model"
+# 4. scripts/example.sh: a few plain lines, the generated build's output (compiler warnings) kept in a
+# log; its generated program is the one the checks below use. A build dir of its own (onnx2ggml linked).
+fake="$work/fakebuild"; mkdir -p "$fake" && ln -s "$bin" "$fake/onnx2ggml"
+bash "$here/scripts/example.sh" --no-setup --build-dir "$fake" >"$work/ex.out" 2>&1; rc=$?
+lines=$(wc -l <"$work/ex.out")
+if [ $rc = 0 ] && [ "$lines" -le 8 ] && ! grep -qi "warning" "$work/ex.out" && grep -q "^example tinycnn: .*relative to max |ref|" "$work/ex.out"
+then ok "example.sh: $lines lines, no build noise"
+else cat "$work/ex.out"; fail "example.sh: exit $rc, $lines lines (want 0, at most 8, no warnings)"; fi
+# a failing step: its log is printed, then one line naming the step
+mkdir -p "$work/badbuild" && printf '#!/bin/sh\necho "some diagnostic from the compiler" >&2\nexit 3\n' >"$work/badbuild/onnx2ggml" && chmod +x "$work/badbuild/onnx2ggml"
+bash "$here/scripts/example.sh" --no-setup --build-dir "$work/badbuild" >"$work/ex.out" 2>&1; rc=$?
+if [ $rc = 1 ] && grep -q "some diagnostic from the compiler" "$work/ex.out" && tail -n 1 "$work/ex.out" | grep -q "example: FAILED: compiling"
+then ok "example.sh: a failing step shows its log and names the step"
+else cat "$work/ex.out"; fail "example.sh failing step: exit $rc"; fi
+prog="$fake/example/gen/build/model"
+[ -x "$prog" ] || fail "example.sh left no compiled program"
+
+# 2. without --output-dir: a summary line per output on stdout, no file written
+for who in run prog; do
+  rm -rf "$work/cwd" && mkdir -p "$work/cwd" && cd "$work/cwd"
+  if [ $who = run ]; then cmd=("$bin" run "$ex/model.onnx" --input "input=$ex/input.npy"); else cmd=("$prog" --input "input=$ex/input.npy"); fi
+  "${cmd[@]}" >"$work/out" 2>"$work/err"; rc=$?
+  # the line must carry PyTorch's min and max (6 significant digits)
+  want=$("$py" -c "import numpy as np; r=np.load('$ex/expected.npy'); print('output: float32 [1,10] min=%.6g max=%.6g' % (r.min(), r.max()))")
+  if [ $rc = 0 ] && [ -z "$(ls -A "$work/cwd")" ] && grep -qF "$want" "$work/out" && grep -q "values: " "$work/out"; then ok "$who: summary, no files"
+  else cat "$work/out" "$work/err"; ls "$work/cwd"; fail "$who without --output-dir: exit $rc (want 0, '$want ...' on stdout, nothing written)"; fi
+done
+
+# 3. --version: onnx2ggml's version and commit, ggml's, oneDNN's, the backends and their devices
+for who in run prog; do
+  if [ $who = run ]; then "$bin" --version >"$work/out" 2>&1; else "$prog" --version >"$work/out" 2>&1; fi; rc=$?
+  if [ $rc = 0 ] && grep -Eq "onnx2ggml [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]+(-dirty)?|unknown)\)" "$work/out" &&
+     grep -Eq "^ggml [0-9]+\.[0-9]+\.[0-9]+ \(commit " "$work/out" && grep -q "^oneDNN" "$work/out" && grep -Eq "^  CPU: CPU" "$work/out"
+  then ok "$who --version"
+  else cat "$work/out"; fail "$who --version: exit $rc"; fi
+done
 
 # 1. --output-dir creates the folder with its parents; a folder that cannot be made: exit 2 naming it
 for who in run prog; do
