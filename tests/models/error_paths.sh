@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Error paths of the CLI: unsupported ops (exit 3, every node named with op type and opset),
-# dynamic dims bound by neither an input file nor --input-shape (exit 2), wrong input shape (exit 2), bad files (exit 2).
+# dynamic dims bound by neither an input file nor --input-shape (exit 2), an input file against --input-shape
+# naming the dim value the file implies (issue 22 item 5; also label cli), wrong input shape (exit 2), bad files (exit 2).
 set -u
 bin=$1; dir=$2
 fails=0
