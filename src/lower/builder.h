@@ -60,6 +60,7 @@ public:
     // `compare`: keep every value readable after a run: plain layouts only (no backend-private
     // layouts between nodes); lower_graph then fills `values` and `node_ops`
     bool keep_values = false;
+    bool no_inplace = false;  // `compare --no-inplace`: no node writes onto another node's output (see LowerCtx::sole_reader)
     std::vector<ggml_tensor*> values;      // after lower_graph: value id -> the ggml tensor that holds it (nullptr: none)
     std::vector<std::string> node_ops;     // graph node index -> the ggml ops its lowering made ("" if none)
     // A host kernel's node (lower/host_kernel.h): a ggml custom op; never recorded (compile refuses host kernels).

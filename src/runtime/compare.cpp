@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -47,13 +48,26 @@ static std::string json_string(const std::string& s) {
 }
 
 // reference "host": every node folded by its host evaluator, the inputs frozen to the given values
-static std::map<std::string, Tensor> host_reference(const std::string& path, const std::map<std::string, Tensor>& inputs, const CompareOptions& o) {
+static std::map<std::string, Tensor> host_reference(const std::string& path, const std::map<std::string, Tensor>& inputs, const CompareOptions& o,
+                                                    std::string* gaps) {
     Graph g = load_onnx(path);
     CompileOptions c = o.copts;
     for (auto& kv : inputs) c.frozen_inputs[kv.first] = kv.second;
     c.fold_all = true;
     std::vector<UnsupportedOp> bad;  // nodes without a host evaluator stay unknown: their rows say so
     specialize(g, c, &bad);
+    // the nodes whose values the host could not compute: the first few, with the reason
+    for (const Node& n : g.nodes) {
+        bool done = true;
+        for (int out : n.outputs) done &= out < 0 || g.values[size_t(out)].constant.has_value();
+        bool inputs_known = true;
+        for (int in : n.inputs) inputs_known &= in < 0 || g.values[size_t(in)].constant.has_value();
+        if (done || !inputs_known) continue;
+        std::string why = "no host evaluator";
+        for (auto& u : bad)
+            if (u.node == n.name) why = u.reason;
+        if (std::count(gaps->begin(), gaps->end(), '\n') < 3) *gaps += "  node '" + n.name + "' (" + n.op_type + "): " + why + "\n";
+    }
     std::map<std::string, Tensor> r;
     for (auto& v : g.values)
         if (v.constant && !v.is_initializer) r[v.name] = *v.constant;
@@ -163,7 +177,7 @@ CompareResult compare_model(const std::string& model_path, const std::map<std::s
     CompareResult res;
     res.backend = s.backend_name();
     std::map<std::string, Tensor> ref;
-    if (o.reference == "host") ref = host_reference(model_path, inputs, o), res.reference = "host (onnx2ggml's host evaluators)";
+    if (o.reference == "host") ref = host_reference(model_path, inputs, o, &res.reference_gaps), res.reference = "host (onnx2ggml's host evaluators)";
     else if (o.reference == "ort") ref = ort_reference(model_path, inputs, o), res.reference = "ort (ONNX Runtime, every node output exposed)";
     else ref = dir_reference(o.reference, g), res.reference = o.reference;
 

@@ -43,6 +43,7 @@ struct CompareResult {
     int first = -1;                 // index into rows of the first divergence, -1 if none
     std::string reference, backend;
     std::string dot;                // CompareOptions::picture: Graphviz DOT text
+    std::string reference_gaps;     // host: the first nodes it could not compute (their values and all after are unknown)
 };
 
 // inputs: every graph input by name (not the frozen ones).

@@ -25,6 +25,7 @@ struct SessionOptions {
     WeightPool* pool = nullptr;         // initializers' weights shared with other sessions of the model
     uint64_t held_bytes = 0;           // memory held elsewhere (other sessions), counted in --max-memory checks
     bool keep_values = false;          // every intermediate value readable after run (Session::value; `compare`)
+    bool no_inplace = false;           // no in-place writes across nodes (keep_values then sees every value)
 };
 
 // The weights that several sessions of one model share (the Builder's WeightShare): the tensors a

@@ -122,6 +122,12 @@ if ORT:  # Gemm and Conv: ORT as the reference
         conv = [w for w in r["rows"] if w["op"] == "Conv"]
         expect(len(conv) == 1 and ("rel_err" in conv[0] or "in place" in conv[0].get("note", "")),
                "cnn: the convolution is compared or marked as overwritten in place", r)
+    r = compare(cnn, ["--reference", "ort", "--no-inplace"])
+    if r:
+        expect(all("rel_err" in w for w in r["rows"]), "cnn --no-inplace: every value compared (no in-place writes across nodes)", r)
+    r = compare(cnn, ["--reference", "ort", "--no-inplace"], env_node="/conv/Conv", want_rc=1)
+    if r:
+        expect(r["first_divergence"] == "/conv/Conv", "cnn --no-inplace: the planted error in the convolution is found there", r)
     r = compare(cnn, ["--reference", "ort"], env_node="/fc/Gemm", want_rc=1)
     if r:
         expect(r["first_divergence"] == "/fc/Gemm", "cnn --reference ort: the planted error is found at /fc/Gemm", r)
