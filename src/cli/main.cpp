@@ -25,6 +25,7 @@
 #include "runtime/dot.h"
 #include "ops/op.h"
 #include "util/limits.h"
+#include "util/progress.h"
 
 using namespace onnx2ggml;
 
@@ -47,6 +48,7 @@ const char* kUsage =
     "dynamic dims are taken from the --input files (--input-shape: for --random-inputs and compile)\n"
     "common: --max-memory SIZE (e.g. 4G; default: physical memory), --freeze NAME=FILE.npy (bind a graph input to a value at compile time), --no-optimize, --disable-pass NAME,\n"
     "        --weights f32|f16 (MatMul/Gemm/Conv weights stored as F16 in the runtime and the GGUF; default f32)\n"
+    "        --quiet (no progress bars; they are drawn on a terminal only, for steps longer than half a second)\n"
     "exit codes: 0 ok, 1 numeric mismatch, 2 bad usage or input, 3 unsupported model, 4 internal error\n";
 
 // One set of inputs (and expected outputs) of run/check: `--then` starts the next, run in the same session.
@@ -122,6 +124,7 @@ Args parse(int argc, char** argv) {
         else if (s == "--reference") a.reference = next();
         else if (s == "--dot") a.dot = next();
         else if (s == "--no-inplace") a.no_inplace = true;
+        else if (s == "--quiet") set_progress_quiet(true);
         else if (s == "--svg") a.svg = next();
         else if (s == "--tolerance") a.tolerance = num(next());
         else if (s == "--ggml") a.ggml = true;

@@ -5,6 +5,7 @@
 
 #include "lower/host_kernel.h"
 #include "ops/op.h"
+#include "util/progress.h"
 
 namespace onnx2ggml {
 
@@ -222,7 +223,9 @@ void lower_graph(Graph& g, Builder& b) {
     if (b.keep_values) b.node_ops.assign(g.nodes.size(), "");
     ggml_tensor* last = nullptr;  // the compute context's newest tensor before a node's lowering
     for (ggml_tensor* t = ggml_get_first_tensor(b.ctx); t; t = ggml_get_next_tensor(b.ctx, t)) last = t;
+    Progress bar("lowering " + g.path, g.nodes.size());
     for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+        bar.update(ni);
         if (!live[ni]) continue;
         Node& n = g.nodes[ni];
         const OpDef* def = reg.find(n.domain, n.op_type);

@@ -17,6 +17,7 @@
 #include "onnx2ggml/onnx2ggml.h"
 #include "util/error.h"
 #include "util/io.h"
+#include "util/progress.h"
 
 namespace onnx2ggml {
 
@@ -186,7 +187,9 @@ CompareResult compare_model(const std::string& model_path, const std::map<std::s
     for (size_t id = 0; id < g.values.size(); ++id)
         if (g.values[id].constant) rel[id] = 0;  // weights and host-folded values: exact by construction
     std::vector<bool> live = live_nodes(g);
+    Progress bar("comparing", g.nodes.size());
     for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+        bar.update(ni);
         const Node& n = g.nodes[ni];
         if (!live[ni]) continue;
         for (int out : n.outputs) {

@@ -11,6 +11,7 @@
 #include "ggml-alloc.h"
 #include "lower/host_kernel.h"
 #include "o2g_onednn.h"
+#include "util/progress.h"
 #include "util/error.h"
 #include "util/limits.h"
 
@@ -158,7 +159,10 @@ void Session::init(const SessionOptions& opts) {
         if (opts.release_host_constants)
             for (auto& v : g.values)
                 if (v.is_initializer) v.constant.reset();
+        Progress bar("uploading weights", bg_->b->weights.size());
+        size_t done = 0;
         for (auto& w : bg_->b->weights) {
+            bar.update(done++);
             Tensor d = w.data();
             ggml_backend_tensor_set(w.t, d.data(), 0, ggml_nbytes(w.t));
             w.host = Tensor();
