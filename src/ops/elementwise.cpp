@@ -1,5 +1,5 @@
 // Elementwise operators: unary math and activations, broadcasting binary arithmetic,
-// variadic Sum/Mean/Max/Min, comparisons and logic, Where, Clip, Cast.
+// variadic Sum/Mean/Max/Min, comparisons and logic, Where, PRelu, Clip, Cast.
 #include <cmath>
 #include <set>
 
@@ -197,35 +197,6 @@ void register_unary(Registry& r) {
                 ggml_tensor* y = G(c.b, ggml_map_custom1, c.xc(0), k, GGML_N_TASKS_MAX, nullptr);
                 if (!nan && !pos && !neg) y = G(c.b, ggml_scale, y, 0.0f);  // detects nothing: all false
                 c.set(0, y);
-            };
-            r.add(std::move(d));
-        }
-    }
-    {  // Identity and Dropout (inference): the value passes through
-        for (const char* op : {"Identity", "Dropout"}) {
-            OpDef d;
-            d.op_type = op;
-            d.infer = [](OpCtx& c) {
-                infer_same(c);
-                if (c.has_out(1)) c.set_out(1, DType::Bool, c.shape(0));
-                // training mode drops at random, except with ratio 0 (ratio and training_mode are
-                // needed at compile time: a runtime one asks for a constant)
-                if (c.node().op_type == "Dropout" && c.has(2) && c.cval(2).geti(0) != 0) {
-                    double ratio = c.opset() >= 12 ? (c.has(1) ? c.cval(1).getf(0) : 0.5) : c.af("ratio", 0.5f);
-                    if (ratio != 0) c.fail_unsupported("Dropout in training mode (random) is not supported");
-                }
-            };
-            d.eval = [](OpCtx& c) {
-                c.set_const(0, c.cval(0));
-                if (c.has_out(1)) {
-                    Tensor m = Tensor::zeros(DType::Bool, c.shape(0));
-                    for (int64_t i = 0; i < m.numel(); ++i) m.seti(i, 1);
-                    c.set_const(1, m);
-                }
-            };
-            d.lower = [](Lc& c) {
-                if (c.has_out(1)) c.fail_unsupported("the mask output of Dropout is not supported on the device");
-                c.set(0, c.x(0));
             };
             r.add(std::move(d));
         }
@@ -448,6 +419,34 @@ void register_binary(Registry& r) {
                 flt ? IntFn(nullptr) : IntFn([](const int64_t* v) { return v[0] != 0 ? v[1] : v[2]; })));
         };
         r.add(std::move(d));
+    }
+    {
+        OpDef d;
+        d.op_type = "PRelu";
+        d.infer = [](OpCtx& c) {  // the slope broadcasts to X (one way), or is per channel (opset < 7)
+            Shape o;
+            bool channel = c.opset() < 7 && c.rank(1) == 1 && c.rank(0) >= 2 && c.shape(1)[0] == c.shape(0)[1];
+            if (!channel && (!broadcast_shapes(c.shape(0), c.shape(1), o) || o != c.shape(0)))
+                c.fail("slope " + shape_str(c.shape(1)) + " does not broadcast to the input " + shape_str(c.shape(0)));
+            infer_same(c);
+        };
+        d.lower = [](Lc& c) {
+            ggml_tensor* x = c.xc(0);
+            if (c.is_const(1) && c.cval(1).numel() == 1) {
+                c.set(0, G(c.b, ggml_leaky_relu, x, float(c.cval(1).getf(0)), false));
+                return;
+            }
+            // relu(x) - slope * relu(-x)
+            Shape ss = c.shape(1);
+            if (c.opset() < 7 && ss.size() == 1 && c.rank(0) >= 2 && ss[0] == c.shape(0)[1]) {
+                ss = Shape(c.rank(0) - 1, 1);  // opset 6: one slope per channel
+                ss[0] = c.shape(0)[1];
+            }
+            ggml_tensor* neg = G(c.b, ggml_relu, G(c.b, ggml_neg, x));
+            ggml_tensor* t = c.binary(LowerCtx::Bin::Mul, neg, c.shape(0), c.x(1), ss);
+            c.set(0, G(c.b, ggml_sub, G(c.b, ggml_relu, x), t));
+        };
+        r.add(d);
     }
 }
 

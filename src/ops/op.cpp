@@ -107,6 +107,12 @@ void OpCtx::fail(const std::string& msg) const { throw Error(kExitBadInput, wher
 void OpCtx::fail_unsupported(const std::string& msg) const { throw Error(kExitUnsupported, where() + ": " + msg, msg); }
 void OpCtx::fail_limit(const std::string& msg) const { throw LimitExceeded(where() + ": " + msg, msg); }
 
+// Axes moved from attribute to input in opset 13 (Squeeze, Unsqueeze; src/ops/reshape.cpp).
+bool OpCtx::op_is_input_axes() const {
+    const std::string& op = node().op_type;
+    return op == "Squeeze" || op == "Unsqueeze";
+}
+
 void Registry::add(OpDef d) {
     static const std::map<std::string, int> arity = {
         {"Add", 2}, {"Sub", 2}, {"Mul", 2}, {"Div", 2}, {"Pow", 2}, {"Mod", 2}, {"Equal", 2}, {"Less", 2},
@@ -140,11 +146,19 @@ const Registry& Registry::get() {
     static Registry r = [] {
         Registry x;
         register_elementwise(x);
-        register_shape_ops(x);
-        register_nn(x);
+        register_constant(x);
+        register_reshape(x);
+        register_concat(x);
+        register_slice(x);
+        register_gather(x);
+        register_conv(x);
+        register_pool(x);
+        register_norm(x);
+        register_matmul(x);
+        register_softmax(x);
+        register_resize(x);
         register_reduce(x);
         register_indexing(x);
-        register_linalg(x);
         register_quant(x);
         register_rnn(x);
         register_signal(x);

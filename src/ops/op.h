@@ -100,11 +100,19 @@ private:
 
 // One registration function per family (src/ops/<family>.cpp).
 void register_elementwise(Registry& r);
-void register_shape_ops(Registry& r);
-void register_nn(Registry& r);
+void register_constant(Registry& r);
+void register_reshape(Registry& r);
+void register_concat(Registry& r);
+void register_slice(Registry& r);
+void register_gather(Registry& r);
+void register_conv(Registry& r);
+void register_pool(Registry& r);
+void register_norm(Registry& r);
+void register_matmul(Registry& r);
+void register_softmax(Registry& r);
+void register_resize(Registry& r);
 void register_reduce(Registry& r);
 void register_indexing(Registry& r);
-void register_linalg(Registry& r);
 void register_quant(Registry& r);
 void register_rnn(Registry& r);
 void register_signal(Registry& r);
