@@ -35,7 +35,7 @@ std::vector<int64_t> split_sizes(OpCtx& c) {
 
 }  // namespace
 
-void register_concat(Registry& r) {
+O2G_OP_FAMILY(concat) {
     {
         OpDef d;
         d.op_type = "Concat";

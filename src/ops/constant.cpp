@@ -26,7 +26,7 @@ Tensor trilu_mask(OpCtx& c) {
 
 }  // namespace
 
-void register_constant(Registry& r) {
+O2G_OP_FAMILY(constant) {
     {
         OpDef d;
         d.op_type = "Shape";
@@ -102,6 +102,7 @@ void register_constant(Registry& r) {
     {
         OpDef d;
         d.op_type = "Range";
+        d.min_inputs = 3;
         d.host_inputs = {0, 1, 2};
         auto count = [](OpCtx& c) {
             double s = c.cval(0).getf(0), l = c.cval(1).getf(0), dl = c.cval(2).getf(0);

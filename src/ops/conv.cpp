@@ -218,10 +218,11 @@ void eval_conv_transpose(OpCtx& c) {
 
 }  // namespace
 
-void register_conv(Registry& r) {
+O2G_OP_FAMILY(conv) {
     {
         OpDef d;
         d.op_type = "Conv";
+        d.min_inputs = 2;
         d.infer = infer_conv;
         d.eval = eval_conv;
         d.work = [](OpCtx& c) { return double(shape_numel(c.out(0).shape)) * double(shape_numel(c.shape(1))) / double(std::max<int64_t>(1, c.shape(1)[0])); };
@@ -231,6 +232,7 @@ void register_conv(Registry& r) {
     {
         OpDef d;
         d.op_type = "ConvTranspose";
+        d.min_inputs = 2;
         d.infer = [](OpCtx& c) {
             TGeom g = tconv_geometry(c);
             int64_t group = c.ai("group", 1);

@@ -227,6 +227,7 @@ ggml_tensor* scalar_binary(Lc& c, LowerCtx::Bin bin) {
 void binary(Registry& r, const std::string& op, FloatFn ff, IntFn fi, LowerCtx::Bin bin, bool lowerable = true) {
     OpDef d;
     d.op_type = op;
+    d.min_inputs = 2;
     d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(0), broadcast_all(c)); };
     d.eval = [ff, fi](OpCtx& c) { c.set_const(0, eval_elementwise(c, c.dtype(0), ff, fi)); };
     if (lowerable)
@@ -273,6 +274,7 @@ void register_binary(Registry& r) {
     {
         OpDef d;
         d.op_type = "Pow";
+        d.min_inputs = 2;
         d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(0), broadcast_all(c)); };
         d.eval = [](OpCtx& c) {
             c.set_const(0, eval_elementwise(c, c.dtype(0), [](const double* v) { return std::pow(v[0], v[1]); },
@@ -350,6 +352,7 @@ void register_binary(Registry& r) {
                           Cmp{"Xor", [](double a, double b) { return (a != 0) != (b != 0); }, o2g::logical_xor}}) {
         OpDef d;
         d.op_type = cm.op;
+        d.min_inputs = 2;
         d.infer = [](OpCtx& c) { c.set_out(0, DType::Bool, broadcast_all(c)); };
         auto f = cm.f;
         d.eval = [f](OpCtx& c) {
@@ -363,6 +366,7 @@ void register_binary(Registry& r) {
     {
         OpDef d;
         d.op_type = "Mod";
+        d.min_inputs = 2;
         d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(0), broadcast_all(c)); };
         d.eval = [](OpCtx& c) {
             bool fm = c.ai("fmod", 0) != 0;
@@ -407,6 +411,7 @@ void register_binary(Registry& r) {
     {
         OpDef d;
         d.op_type = "Where";
+        d.min_inputs = 3;
         d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(1), broadcast_all(c)); };
         d.lower = [](Lc& c) {
             for (int i = 0; i < 3; ++i) require_float(c, i);
@@ -423,6 +428,7 @@ void register_binary(Registry& r) {
     {
         OpDef d;
         d.op_type = "PRelu";
+        d.min_inputs = 2;
         d.infer = [](OpCtx& c) {  // the slope broadcasts to X (one way), or is per channel (opset < 7)
             Shape o;
             bool channel = c.opset() < 7 && c.rank(1) == 1 && c.rank(0) >= 2 && c.shape(1)[0] == c.shape(0)[1];
@@ -511,6 +517,7 @@ void register_clip_cast(Registry& r) {
         };
         OpDef like = d;
         like.op_type = "CastLike";
+        like.min_inputs = 2;
         r.add(std::move(d));
         r.add(std::move(like));
     }
@@ -518,7 +525,7 @@ void register_clip_cast(Registry& r) {
 
 }  // namespace
 
-void register_elementwise(Registry& r) {
+O2G_OP_FAMILY(elementwise) {
     register_unary(r);
     register_binary(r);
     register_clip_cast(r);

@@ -85,10 +85,11 @@ Tensor gather_host(OpCtx& c, const std::vector<int64_t>& idx, const Shape& out) 
 
 }  // namespace
 
-void register_gather(Registry& r) {
+O2G_OP_FAMILY(gather) {
     {
         OpDef d;
         d.op_type = "Gather";
+        d.min_inputs = 2;
         auto out_shape = [](OpCtx& c) {
             const Shape& s = c.shape(0);
             int a = c.axis(c.ai("axis", 0), int(s.size()));
@@ -163,6 +164,7 @@ void register_gather(Registry& r) {
     {
         OpDef d;
         d.op_type = "GatherElements";
+        d.min_inputs = 2;
         d.host_inputs = {1};
         d.infer = [](OpCtx& c) {
             require_index(c, 1);
@@ -179,6 +181,7 @@ void register_gather(Registry& r) {
     {
         OpDef d;
         d.op_type = "GatherND";
+        d.min_inputs = 2;
         d.host_inputs = {1};
         d.infer = [](OpCtx& c) {
             require_index(c, 1);
@@ -194,6 +197,7 @@ void register_gather(Registry& r) {
     {
         OpDef d;
         d.op_type = "CumSum";
+        d.min_inputs = 2;
         d.host_inputs = {1};
         d.infer = infer_same;
         d.eval = [](OpCtx& c) {
@@ -251,6 +255,7 @@ void register_gather(Registry& r) {
     {
         OpDef d;
         d.op_type = "Compress";
+        d.min_inputs = 2;
         d.host_inputs = {1};
         auto plan = [](OpCtx& c, int& axis, std::vector<int64_t>& keep, Shape& out) {
             auto cond = c.cints(1);
@@ -278,6 +283,7 @@ void register_gather(Registry& r) {
     {
         OpDef d;
         d.op_type = "ReverseSequence";
+        d.min_inputs = 2;
         d.host_inputs = {1};
         d.infer = infer_same;
         d.lower = [](Lc& c) {  // a gather of single elements with host-computed indices
@@ -302,6 +308,7 @@ void register_gather(Registry& r) {
     {
         OpDef d;
         d.op_type = "OneHot";
+        d.min_inputs = 3;
         d.host_inputs = {0, 1, 2};
         auto out_shape = [](OpCtx& c) {
             Shape o = c.shape(0);

@@ -78,6 +78,7 @@ void register_matmul_gemm(Registry& r) {
     {
         OpDef d;
         d.op_type = "MatMul";
+        d.min_inputs = 2;
         d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(0), matmul_dims(c, 0, 1).out); };
         d.eval = [](OpCtx& c) {
             MatDims m = matmul_dims(c, 0, 1);
@@ -104,6 +105,7 @@ void register_matmul_gemm(Registry& r) {
     {
         OpDef d;
         d.op_type = "Gemm";
+        d.min_inputs = 2;
         d.infer = [](OpCtx& c) {
             const Shape &a = c.shape(0), &b = c.shape(1);
             if (a.size() != 2 || b.size() != 2) c.fail("Gemm inputs must be 2-D");
@@ -304,7 +306,7 @@ void register_det(Registry& r) {
 
 }  // namespace
 
-void register_matmul(Registry& r) {
+O2G_OP_FAMILY(matmul) {
     register_matmul_gemm(r);
     register_einsum(r);
     register_det(r);

@@ -32,10 +32,11 @@ void lower_group_norm(Lc& c, ggml_tensor* gamma, ggml_tensor* beta) {
 
 }  // namespace
 
-void register_norm(Registry& r) {
+O2G_OP_FAMILY(norm) {
     {
         OpDef d;
         d.op_type = "BatchNormalization";
+        d.min_inputs = 5;
         d.host_inputs = {1, 2, 3, 4};
         d.infer = [](OpCtx& c) {
             bool training = c.ai("training_mode", 0) != 0;
@@ -104,6 +105,7 @@ void register_norm(Registry& r) {
     {
         OpDef d;
         d.op_type = "InstanceNormalization";
+        d.min_inputs = 3;
         d.infer = [](OpCtx& c) {
             if (c.rank(0) < 2) c.fail("input must have rank >= 2 (N, C, ...), got " + shape_str(c.shape(0)));
             infer_same(c);
@@ -123,6 +125,7 @@ void register_norm(Registry& r) {
     {
         OpDef d;
         d.op_type = "LayerNormalization";
+        d.min_inputs = 2;
         d.infer = [](OpCtx& c) {
             infer_same(c);
             int rk = c.rank(0);

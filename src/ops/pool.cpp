@@ -135,7 +135,7 @@ void eval_pool(OpCtx& c, bool is_max, bool lp = false) {
 
 }  // namespace
 
-void register_pool(Registry& r) {
+O2G_OP_FAMILY(pool) {
     for (bool mx : {true, false}) {
         OpDef d;
         d.op_type = mx ? "MaxPool" : "AveragePool";

@@ -55,7 +55,7 @@ std::vector<int64_t> axes_arg(OpCtx& c, int input, const char* attr) {
 
 }  // namespace
 
-void register_reshape(Registry& r) {
+O2G_OP_FAMILY(reshape) {
     // Reshape-like ops: output shape rule + host reshape + device reshape
     auto reshape_like = [&](const std::string& op, std::function<Shape(OpCtx&)> rule, std::vector<int> host_inputs) {
         OpDef d;
@@ -147,6 +147,7 @@ void register_reshape(Registry& r) {
     {
         OpDef d;
         d.op_type = "Expand";
+        d.min_inputs = 2;
         d.host_inputs = {1};
         auto out_shape = [](OpCtx& c) {
             Shape o;
@@ -168,6 +169,7 @@ void register_reshape(Registry& r) {
     {
         OpDef d;
         d.op_type = "Tile";
+        d.min_inputs = 2;
         d.host_inputs = {1};
         auto out_shape = [](OpCtx& c) {
             auto rep = c.cints(1);

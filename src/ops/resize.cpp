@@ -239,10 +239,11 @@ void lower_resize(Lc& c) {
 
 }  // namespace
 
-void register_resize(Registry& r) {
+O2G_OP_FAMILY(resize) {
     for (const char* op : {"Resize", "Upsample"}) {
         OpDef d;
         d.op_type = op;
+        d.min_inputs = 1;
         d.host_inputs = {1, 2, 3};
         d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(0), resize_plan(c).out); };
         d.lower = lower_resize;

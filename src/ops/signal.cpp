@@ -182,7 +182,7 @@ void register_mel(Registry& r) {
 
 }  // namespace
 
-void register_signal(Registry& r) {
+O2G_OP_FAMILY(signal) {
     register_dft(r);
     register_stft(r);
     register_mel(r);

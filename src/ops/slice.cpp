@@ -106,10 +106,11 @@ PadSpec pad_spec(OpCtx& c) {
 
 }  // namespace
 
-void register_slice(Registry& r) {
+O2G_OP_FAMILY(slice) {
     {
         OpDef d;
         d.op_type = "Slice";
+        d.min_inputs = 1;
         d.host_inputs = {1, 2, 3, 4};
         d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(0), slice_spec(c).len); };
         d.eval = [](OpCtx& c) {

@@ -100,7 +100,7 @@ void lower_softmax_ext(Lc& c) {
 
 }  // namespace
 
-void register_softmax(Registry& r) {
+O2G_OP_FAMILY(softmax) {
     {
         OpDef d;
         d.op_type = "o2g.SoftmaxExt";
@@ -171,6 +171,7 @@ void register_softmax(Registry& r) {
     for (bool sce : {false, true}) {
         OpDef d;
         d.op_type = sce ? "SoftmaxCrossEntropyLoss" : "NegativeLogLikelihoodLoss";
+        d.min_inputs = 2;
         d.host_inputs = {1, 2};
         d.infer = [sce](OpCtx& c) {
             const Shape& s = c.shape(0);
