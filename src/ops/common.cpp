@@ -1,8 +1,16 @@
 #include "ops/common.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <functional>
+#include <numeric>
+
+#include "o2g_kernels.h"
 
 namespace onnx2ggml {
+
+using Lc = LowerCtx;
 
 Tensor broadcast_host(const Tensor& t, const Shape& to) {
     Shape s = align_rank(t.shape, to.size());
@@ -162,6 +170,218 @@ void for_each_matmul_batch(const MatDims& m, const std::function<void(int64_t, i
         }
         f(b, oa, ob);
     }
+}
+
+// ---- host data movement -------------------------------------------------------------------
+
+// out[e] = in[f(index of e)], or zero/`fill` when f returns -1
+Tensor remap(const Tensor& in, const Shape& out, const std::function<int64_t(const std::vector<int64_t>&)>& f) {
+    Tensor r = Tensor::zeros(in.dtype, out);
+    size_t es = dtype_size(in.dtype);
+    int64_t n = r.numel();
+    std::vector<int64_t> idx(out.size(), 0);
+    for (int64_t e = 0; e < n; ++e) {
+        int64_t src = f(idx);
+        if (src >= 0) std::memcpy(r.data() + size_t(e) * es, in.data() + size_t(src) * es, es);
+        for (int d = int(out.size()) - 1; d >= 0; --d) {
+            if (++idx[d] < out[d]) break;
+            idx[d] = 0;
+        }
+    }
+    return r;
+}
+
+int64_t flat(const std::vector<int64_t>& idx, const std::vector<int64_t>& st) {
+    int64_t o = 0;
+    for (size_t i = 0; i < idx.size(); ++i) o += idx[i] * st[i];
+    return o;
+}
+
+// ---- general device helpers --------------------------------------------------------------
+
+// Gathers `indices` (already normalized) along ONNX axis of a device tensor of shape s.
+// Result has shape s with s[axis] = indices.size().
+ggml_tensor* gather_axis(Lc& c, ggml_tensor* x, const Shape& s, int axis, const std::vector<int64_t>& indices) {
+    int64_t inner = 1, outer = 1;
+    for (size_t i = axis + 1; i < s.size(); ++i) inner *= s[i];
+    for (int i = 0; i < axis; ++i) outer *= s[i];
+    int64_t n = int64_t(indices.size());
+    x = c.reshape(x, {outer, s[axis], inner});
+    Tensor idx = Tensor::zeros(DType::I32, {outer, n});
+    for (int64_t o = 0; o < outer; ++o)
+        for (int64_t k = 0; k < n; ++k) idx.seti(o * n + k, indices[k]);
+    ggml_tensor* it = c.constant(idx, GGML_TYPE_I32);
+    ggml_tensor* r = G(c.b, ggml_get_rows, x, it);
+    Shape os = s;
+    os[axis] = n;
+    return c.reshape(r, os);
+}
+
+// Transpose of any rank: a view for rank <= 4; above, size-1 dims are dropped and dims
+// that move together are merged, then it is one permute.
+ggml_tensor* transpose_any(Lc& c, ggml_tensor* x, const Shape& s, const std::vector<int64_t>& perm) {
+    int r = int(s.size());
+    Shape out(r);
+    for (int j = 0; j < r; ++j) out[j] = s[perm[j]];
+    if (r <= 4) return c.permute(c.reshape(x, s), perm);
+    // drop size-1 dims
+    std::vector<int> keep;
+    for (int i = 0; i < r; ++i) if (s[i] != 1) keep.push_back(i);
+    std::vector<int64_t> p2;
+    for (int j = 0; j < r; ++j) if (s[perm[j]] != 1) p2.push_back(std::find(keep.begin(), keep.end(), int(perm[j])) - keep.begin());
+    Shape s2;
+    for (int i : keep) s2.push_back(s[i]);
+    // merge input dims i, i+1 that are adjacent in the output order
+    std::vector<std::vector<int>> groups;  // groups of input dims, in input order
+    std::vector<int> group_of(s2.size());
+    for (size_t j = 0; j < p2.size(); ++j) {
+        if (j > 0 && p2[j] == p2[j - 1] + 1) groups[group_of[p2[j - 1]]].push_back(int(p2[j])), group_of[p2[j]] = group_of[p2[j - 1]];
+        else { groups.push_back({int(p2[j])}); group_of[p2[j]] = int(groups.size()) - 1; }
+    }
+    if (groups.size() > 4) {
+        // the outermost dim stays outermost: transpose each slice along it and stack the results
+        if (p2.empty() || p2[0] != 0 || s2.size() < 5)
+            c.fail_unsupported("Transpose of rank " + std::to_string(r) + " cannot be folded to 4 ggml dims");
+        Shape inner(s2.begin() + 1, s2.end());
+        std::vector<int64_t> pin;
+        for (size_t j = 1; j < p2.size(); ++j) pin.push_back(p2[j] - 1);
+        ggml_tensor* xc = c.cont(c.reshape(x, s2));
+        int64_t n = shape_numel(inner);
+        ggml_tensor* acc = nullptr;
+        for (int64_t i = 0; i < s2[0]; ++i) {
+            ggml_tensor* sl = G(c.b, ggml_view_1d, xc, n, size_t(i * n) * ggml_element_size(xc));
+            ggml_tensor* t = c.cont(transpose_any(c, sl, inner, pin));
+            acc = acc ? G(c.b, ggml_concat, acc, t, 3) : t;
+        }
+        return c.reshape(acc, out);
+    }
+    // input shape of the merged groups in input order
+    std::vector<int> gorder(groups.size());
+    std::iota(gorder.begin(), gorder.end(), 0);
+    std::sort(gorder.begin(), gorder.end(), [&](int a, int b) { return groups[a][0] < groups[b][0]; });
+    Shape ms;
+    std::vector<int> pos_in(groups.size());
+    for (size_t k = 0; k < gorder.size(); ++k) {
+        int64_t d = 1;
+        for (int i : groups[gorder[k]]) d *= s2[i];
+        ms.push_back(d);
+        pos_in[gorder[k]] = int(k);
+    }
+    std::vector<int64_t> mp;
+    for (size_t g = 0; g < groups.size(); ++g) mp.push_back(pos_in[g]);  // groups are in output order
+    ggml_tensor* t = c.permute(c.reshape(x, ms), mp);
+    return c.reshape(c.cont(t), out);
+}
+
+// Gathers single elements: out (shape `out`) [e] = x_flat[idx[e]] (indices known at compile time).
+ggml_tensor* gather_flat(Lc& c, ggml_tensor* x, const Shape& s, const std::vector<int64_t>& idx, const Shape& out) {
+    x = c.reshape(x, {shape_numel(s), 1});
+    Tensor it = Tensor::zeros(DType::I32, {int64_t(idx.size())});
+    for (size_t k = 0; k < idx.size(); ++k) it.seti(int64_t(k), idx[k]);
+    return c.reshape(G(c.b, ggml_get_rows, x, c.constant(it, GGML_TYPE_I32)), out);
+}
+
+// ---- spatial geometry shared by Conv, ConvTranspose and the pools ------------------------
+
+// Per-spatial-dim attribute: `n` values in [lo, 2^30] (absurd values end here, not in overflow).
+void check_dims(OpCtx& c, const char* name, const std::vector<int64_t>& v, size_t n, int64_t lo) {
+    if (v.size() != n) c.fail(std::string(name) + " has " + std::to_string(v.size()) + " values, expected " + std::to_string(n));
+    for (int64_t x : v)
+        if (x < lo || x > (int64_t(1) << 30)) c.fail(std::string(name) + " value " + std::to_string(x) + " is out of range");
+}
+
+Geometry conv_geometry(OpCtx& c, const std::vector<int64_t>& kernel, bool ceil_mode) {
+    Geometry g;
+    const Shape& x = c.shape(0);
+    if (x.size() < 3) c.fail("input must have rank >= 3, got " + shape_str(x));
+    g.nsp = int(x.size()) - 2;
+    g.in.assign(x.begin() + 2, x.end());
+    g.k = kernel;
+    if (int(g.k.size()) != g.nsp) c.fail("kernel_shape has " + std::to_string(g.k.size()) + " dims for " + std::to_string(g.nsp) + " spatial dims");
+    g.s = c.ais("strides", std::vector<int64_t>(g.nsp, 1));
+    g.d = c.ais("dilations", std::vector<int64_t>(g.nsp, 1));
+    std::vector<int64_t> pads = c.ais("pads", std::vector<int64_t>(2 * g.nsp, 0));
+    check_dims(c, "kernel_shape", g.k, g.nsp, 1);
+    check_dims(c, "strides", g.s, g.nsp, 1);
+    check_dims(c, "dilations", g.d, g.nsp, 1);
+    check_dims(c, "pads", pads, 2 * g.nsp, 0);
+    std::string ap = c.as("auto_pad", "NOTSET");
+    g.pb.assign(pads.begin(), pads.begin() + g.nsp);
+    g.pe.assign(pads.begin() + g.nsp, pads.end());
+    g.out.resize(g.nsp);
+    for (int i = 0; i < g.nsp; ++i) {
+        if (g.s[i] <= 0 || g.d[i] <= 0 || g.k[i] <= 0) c.fail("strides, dilations and kernel dims must be positive");
+        int64_t ek = (g.k[i] - 1) * g.d[i] + 1;
+        if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+            g.out[i] = (g.in[i] + g.s[i] - 1) / g.s[i];
+            int64_t total = std::max<int64_t>(0, (g.out[i] - 1) * g.s[i] + ek - g.in[i]);
+            g.pb[i] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
+            g.pe[i] = total - g.pb[i];
+        } else {
+            if (ap == "VALID") g.pb[i] = g.pe[i] = 0;
+            else if (ap != "NOTSET") c.fail("unknown auto_pad '" + ap + "'");
+            int64_t span = g.in[i] + g.pb[i] + g.pe[i] - ek;
+            if (span < 0) c.fail("kernel is larger than the padded input");
+            g.out[i] = ceil_mode ? (span + g.s[i] - 1) / g.s[i] + 1 : span / g.s[i] + 1;
+            if (ceil_mode && (g.out[i] - 1) * g.s[i] >= g.in[i] + g.pb[i]) g.out[i]--;  // last window must start inside
+        }
+    }
+    return g;
+}
+
+Shape conv_output_shape(OpCtx& c, const Shape& ws) {
+    if (ws.size() != c.shape(0).size() || ws.size() < 3) c.fail("weight rank " + std::to_string(ws.size()) + " must equal the input rank (>= 3)");
+    std::vector<int64_t> kernel = c.ais("kernel_shape", std::vector<int64_t>(ws.begin() + 2, ws.end()));
+    if (kernel != std::vector<int64_t>(ws.begin() + 2, ws.end())) c.fail("kernel_shape differs from the weight's spatial dims");
+    Geometry g = conv_geometry(c, kernel, false);
+    int64_t group = c.ai("group", 1);
+    if (group <= 0 || c.shape(0)[1] != ws[1] * group) c.fail("input channels " + std::to_string(c.shape(0)[1]) + " != weight channels " + std::to_string(ws[1]) + " x group " + std::to_string(group));
+    Shape o = {c.shape(0)[0], ws[0]};
+    o.insert(o.end(), g.out.begin(), g.out.end());
+    return o;
+}
+
+int64_t prod(const std::vector<int64_t>& v) {
+    int64_t n = 1;
+    for (int64_t d : v) n *= d;
+    return n;
+}
+
+std::vector<double> conv_host(OpCtx& c, const Shape& ws, const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>* bias) {
+    const Shape& xs = c.shape(0);
+    Geometry g = conv_geometry(c, std::vector<int64_t>(ws.begin() + 2, ws.end()), false);
+    int64_t N = xs[0], C = xs[1], M = ws[0], group = c.ai("group", 1), cg = C / group, mg = M / group;
+    int64_t isz = prod(g.in), osz = prod(g.out), ksz = prod(g.k);
+    std::vector<double> y(size_t(N * M * osz), 0.0);
+    // input offset (or -1 when in the padding) per (output position, kernel position)
+    std::vector<int64_t> off(size_t(osz * ksz));
+    for_grid(g.out, [&](int64_t op, const std::vector<int64_t>& o) {
+        for_grid(g.k, [&](int64_t kp, const std::vector<int64_t>& k) {
+            int64_t f = 0;
+            for (int i = 0; i < g.nsp; ++i) {
+                int64_t p = o[i] * g.s[i] - g.pb[i] + k[i] * g.d[i];
+                if (p < 0 || p >= g.in[i]) { f = -1; break; }
+                f = f * g.in[i] + p;
+            }
+            off[size_t(op * ksz + kp)] = f;
+        });
+    });
+    for (int64_t n = 0; n < N; ++n)
+        for (int64_t m = 0; m < M; ++m) {
+            int64_t gi = m / mg;
+            for (int64_t op = 0; op < osz; ++op) {
+                double acc = bias ? (*bias)[size_t(m)] : 0.0;
+                for (int64_t ci = 0; ci < cg; ++ci) {
+                    const double* xp = x.data() + (n * C + gi * cg + ci) * isz;
+                    const double* wp = w.data() + (m * cg + ci) * ksz;
+                    const int64_t* of = off.data() + op * ksz;
+                    for (int64_t kp = 0; kp < ksz; ++kp)
+                        if (of[kp] >= 0) acc += xp[of[kp]] * wp[kp];
+                }
+                y[size_t((n * M + m) * osz + op)] = acc;
+            }
+        }
+    return y;
 }
 
 }  // namespace onnx2ggml

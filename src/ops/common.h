@@ -21,8 +21,8 @@ Tensor eval_elementwise(OpCtx& c, DType out_type, const FloatFn& ff, const IntFn
 
 inline void infer_same(OpCtx& c) { c.set_out(0, c.dtype(0), c.shape(0)); }
 
-// Device helpers (src/ops/shape.cpp): gather of constant indices along an ONNX axis, and
-// a transpose of any rank (a view up to rank 4).
+// Device helpers: gather of constant indices along an ONNX axis, and a transpose of any rank
+// (a view up to rank 4).
 ggml_tensor* gather_axis(LowerCtx& c, ggml_tensor* x, const Shape& s, int axis, const std::vector<int64_t>& indices);
 ggml_tensor* transpose_any(LowerCtx& c, ggml_tensor* x, const Shape& s, const std::vector<int64_t>& perm);
 ggml_tensor* gather_flat(LowerCtx& c, ggml_tensor* x, const Shape& s, const std::vector<int64_t>& idx, const Shape& out);
@@ -35,11 +35,38 @@ void require_index(OpCtx& c, int i);
 // Device operand check: float32 (or bool held as float) device tensors only.
 void require_float(LowerCtx& c, int i);
 
-// Conv on the host (src/ops/nn.cpp): input 0 (x) and a weight of shape ws, with c's attributes, as
+// Conv on the host: input 0 (x) and a weight of shape ws, with c's attributes, as
 // doubles (zero points already subtracted for the integer convolutions); the NC... output.
 std::vector<double> conv_host(OpCtx& c, const Shape& ws, const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>* bias);
 // Conv's output shape for input 0 and a weight of shape ws (checks the attributes).
 Shape conv_output_shape(OpCtx& c, const Shape& ws);
+
+// Host data movement: out[e] = in[f(index of e)] (zero where f returns -1), and the flat offset
+// of a multi-index with strides st.
+Tensor remap(const Tensor& in, const Shape& out, const std::function<int64_t(const std::vector<int64_t>&)>& f);
+int64_t flat(const std::vector<int64_t>& idx, const std::vector<int64_t>& st);
+
+// Spatial geometry of Conv and the pools (per spatial dim: input, kernel, strides, dilations,
+// pads at begin/end, output), from c's attributes; check_dims checks a per-dim attribute
+// (`n` values in [lo, 2^30]).
+void check_dims(OpCtx& c, const char* name, const std::vector<int64_t>& v, size_t n, int64_t lo);
+struct Geometry {
+    int nsp = 0;                       // spatial dims
+    std::vector<int64_t> in, k, s, d, pb, pe, out;
+};
+Geometry conv_geometry(OpCtx& c, const std::vector<int64_t>& kernel, bool ceil_mode);
+int64_t prod(const std::vector<int64_t>& v);
+// Calls f(flat output position, per-dim output index) for every position of an N-d grid.
+template <class F>
+void for_grid(const std::vector<int64_t>& dims, F f) {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    std::vector<int64_t> idx(dims.size(), 0);
+    for (int64_t p = 0; p < n; ++p) {
+        f(p, idx);
+        for (int k = int(dims.size()) - 1; k >= 0; --k) { if (++idx[k] < dims[k]) break; idx[k] = 0; }
+    }
+}
 
 // Building nodes for ops that rewrite themselves (sequences, control flow): attributes, and an
 // Unsqueeze/Squeeze of `x` at `axis` in the form of the graph's opset (axes an input from 13).

@@ -240,7 +240,7 @@ void infer_scan(OpCtx& c) {
 
 }  // namespace
 
-void register_control(Registry& r) {
+O2G_OP_FAMILY(control) {
     for (auto [op, fn] : {std::pair<const char*, void (*)(OpCtx&)>{"If", infer_if}, {"Loop", infer_loop}, {"Scan", infer_scan}}) {
         OpDef d;
         d.op_type = op;

@@ -1,5 +1,5 @@
 // Elementwise operators: unary math and activations, broadcasting binary arithmetic,
-// variadic Sum/Mean/Max/Min, comparisons and logic, Where, Clip, Cast.
+// variadic Sum/Mean/Max/Min, comparisons and logic, Where, PRelu, Clip, Cast.
 #include <cmath>
 #include <set>
 
@@ -201,35 +201,6 @@ void register_unary(Registry& r) {
             r.add(std::move(d));
         }
     }
-    {  // Identity and Dropout (inference): the value passes through
-        for (const char* op : {"Identity", "Dropout"}) {
-            OpDef d;
-            d.op_type = op;
-            d.infer = [](OpCtx& c) {
-                infer_same(c);
-                if (c.has_out(1)) c.set_out(1, DType::Bool, c.shape(0));
-                // training mode drops at random, except with ratio 0 (ratio and training_mode are
-                // needed at compile time: a runtime one asks for a constant)
-                if (c.node().op_type == "Dropout" && c.has(2) && c.cval(2).geti(0) != 0) {
-                    double ratio = c.opset() >= 12 ? (c.has(1) ? c.cval(1).getf(0) : 0.5) : c.af("ratio", 0.5f);
-                    if (ratio != 0) c.fail_unsupported("Dropout in training mode (random) is not supported");
-                }
-            };
-            d.eval = [](OpCtx& c) {
-                c.set_const(0, c.cval(0));
-                if (c.has_out(1)) {
-                    Tensor m = Tensor::zeros(DType::Bool, c.shape(0));
-                    for (int64_t i = 0; i < m.numel(); ++i) m.seti(i, 1);
-                    c.set_const(1, m);
-                }
-            };
-            d.lower = [](Lc& c) {
-                if (c.has_out(1)) c.fail_unsupported("the mask output of Dropout is not supported on the device");
-                c.set(0, c.x(0));
-            };
-            r.add(std::move(d));
-        }
-    }
 }
 
 // ---- binary and variadic ---------------------------------------------------------------
@@ -256,6 +227,7 @@ ggml_tensor* scalar_binary(Lc& c, LowerCtx::Bin bin) {
 void binary(Registry& r, const std::string& op, FloatFn ff, IntFn fi, LowerCtx::Bin bin, bool lowerable = true) {
     OpDef d;
     d.op_type = op;
+    d.min_inputs = 2;
     d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(0), broadcast_all(c)); };
     d.eval = [ff, fi](OpCtx& c) { c.set_const(0, eval_elementwise(c, c.dtype(0), ff, fi)); };
     if (lowerable)
@@ -302,6 +274,7 @@ void register_binary(Registry& r) {
     {
         OpDef d;
         d.op_type = "Pow";
+        d.min_inputs = 2;
         d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(0), broadcast_all(c)); };
         d.eval = [](OpCtx& c) {
             c.set_const(0, eval_elementwise(c, c.dtype(0), [](const double* v) { return std::pow(v[0], v[1]); },
@@ -379,6 +352,7 @@ void register_binary(Registry& r) {
                           Cmp{"Xor", [](double a, double b) { return (a != 0) != (b != 0); }, o2g::logical_xor}}) {
         OpDef d;
         d.op_type = cm.op;
+        d.min_inputs = 2;
         d.infer = [](OpCtx& c) { c.set_out(0, DType::Bool, broadcast_all(c)); };
         auto f = cm.f;
         d.eval = [f](OpCtx& c) {
@@ -392,6 +366,7 @@ void register_binary(Registry& r) {
     {
         OpDef d;
         d.op_type = "Mod";
+        d.min_inputs = 2;
         d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(0), broadcast_all(c)); };
         d.eval = [](OpCtx& c) {
             bool fm = c.ai("fmod", 0) != 0;
@@ -436,6 +411,7 @@ void register_binary(Registry& r) {
     {
         OpDef d;
         d.op_type = "Where";
+        d.min_inputs = 3;
         d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(1), broadcast_all(c)); };
         d.lower = [](Lc& c) {
             for (int i = 0; i < 3; ++i) require_float(c, i);
@@ -448,6 +424,35 @@ void register_binary(Registry& r) {
                 flt ? IntFn(nullptr) : IntFn([](const int64_t* v) { return v[0] != 0 ? v[1] : v[2]; })));
         };
         r.add(std::move(d));
+    }
+    {
+        OpDef d;
+        d.op_type = "PRelu";
+        d.min_inputs = 2;
+        d.infer = [](OpCtx& c) {  // the slope broadcasts to X (one way), or is per channel (opset < 7)
+            Shape o;
+            bool channel = c.opset() < 7 && c.rank(1) == 1 && c.rank(0) >= 2 && c.shape(1)[0] == c.shape(0)[1];
+            if (!channel && (!broadcast_shapes(c.shape(0), c.shape(1), o) || o != c.shape(0)))
+                c.fail("slope " + shape_str(c.shape(1)) + " does not broadcast to the input " + shape_str(c.shape(0)));
+            infer_same(c);
+        };
+        d.lower = [](Lc& c) {
+            ggml_tensor* x = c.xc(0);
+            if (c.is_const(1) && c.cval(1).numel() == 1) {
+                c.set(0, G(c.b, ggml_leaky_relu, x, float(c.cval(1).getf(0)), false));
+                return;
+            }
+            // relu(x) - slope * relu(-x)
+            Shape ss = c.shape(1);
+            if (c.opset() < 7 && ss.size() == 1 && c.rank(0) >= 2 && ss[0] == c.shape(0)[1]) {
+                ss = Shape(c.rank(0) - 1, 1);  // opset 6: one slope per channel
+                ss[0] = c.shape(0)[1];
+            }
+            ggml_tensor* neg = G(c.b, ggml_relu, G(c.b, ggml_neg, x));
+            ggml_tensor* t = c.binary(LowerCtx::Bin::Mul, neg, c.shape(0), c.x(1), ss);
+            c.set(0, G(c.b, ggml_sub, G(c.b, ggml_relu, x), t));
+        };
+        r.add(d);
     }
 }
 
@@ -512,6 +517,7 @@ void register_clip_cast(Registry& r) {
         };
         OpDef like = d;
         like.op_type = "CastLike";
+        like.min_inputs = 2;
         r.add(std::move(d));
         r.add(std::move(like));
     }
@@ -519,7 +525,7 @@ void register_clip_cast(Registry& r) {
 
 }  // namespace
 
-void register_elementwise(Registry& r) {
+O2G_OP_FAMILY(elementwise) {
     register_unary(r);
     register_binary(r);
     register_clip_cast(r);

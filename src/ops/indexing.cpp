@@ -274,7 +274,7 @@ void register_value_shaped(Registry& r) {
 
 }  // namespace
 
-void register_indexing(Registry& r) {
+O2G_OP_FAMILY(indexing) {
     register_topk(r);
     register_scatter(r);
     register_value_shaped(r);

@@ -1,10 +1,14 @@
 // The operator registry. Each ONNX operator is one OpDef: which inputs must be host
 // constants, its shape/dtype rule, its host evaluator (constant folding) and its
-// lowering to ggml. Ops live in src/ops/<family>.cpp, one registration function each.
+// lowering to ggml. Ops live in src/ops/<family>.cpp, one O2G_OP_FAMILY(<family>) block each
+// (docs/adding-an-op.md).
 #pragma once
+#include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/graph.h"
@@ -71,6 +75,9 @@ private:
 
 struct OpDef {
     std::string op_type;
+    std::string domain;                       // "" = ai.onnx ("ai.onnx" and "onnx2ggml" read the same; o2g.* ops too)
+    int64_t since = 0;                        // opsets of the node's domain this entry implements (a domain
+    int64_t until = std::numeric_limits<int64_t>::max();  // without an opset import reads 0); outside: exit 3
     std::vector<int> host_inputs;             // must be host constants to lower
     std::function<void(OpCtx&)> infer;        // sets dtype and shape of every output
     std::function<void(OpCtx&)> eval;         // host evaluation (folding); may be empty
@@ -90,27 +97,18 @@ constexpr double kFoldWork = 2e8;
 class Registry {
 public:
     static const Registry& get();
+    // The entry of (domain, op): "", "ai.onnx" and "onnx2ggml" are one domain; others have no entries.
     const OpDef* find(const std::string& domain, const std::string& op) const;
-    std::vector<std::string> op_types() const;  // sorted, for docs
-    void add(OpDef d);
+    std::vector<std::string> op_types() const;  // sorted, for docs (internal o2g.* ops left out)
+    void add(OpDef d);                          // a second entry for the same (domain, op): internal error (exit 4)
 
 private:
-    std::vector<OpDef> defs_;
+    std::unordered_map<std::string, OpDef> defs_;  // by domain + ':' + op
 };
 
-// One registration function per family (src/ops/<family>.cpp).
-void register_elementwise(Registry& r);
-void register_shape_ops(Registry& r);
-void register_nn(Registry& r);
-void register_reduce(Registry& r);
-void register_indexing(Registry& r);
-void register_linalg(Registry& r);
-void register_quant(Registry& r);
-void register_rnn(Registry& r);
-void register_signal(Registry& r);
-void register_text(Registry& r);
-void register_sampling(Registry& r);
-void register_sequence(Registry& r);
-void register_control(Registry& r);
+// A family's registration function: O2G_OP_FAMILY(conv) { r.add(...); } in src/ops/conv.cpp. The build
+// generates the call list from the file names in src/ops (CMakeLists.txt, op_families.inc), so a family is
+// never left out by hand and a file without its O2G_OP_FAMILY block fails to link.
+#define O2G_OP_FAMILY(name) void register_ops_##name(Registry& r)
 
 }  // namespace onnx2ggml

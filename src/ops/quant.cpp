@@ -224,7 +224,7 @@ void register_int_conv(Registry& r) {
 
 }  // namespace
 
-void register_quant(Registry& r) {
+O2G_OP_FAMILY(quant) {
     register_quantize(r);
     register_int_matmul(r);
     register_int_conv(r);

@@ -190,7 +190,7 @@ void arg_op(Registry& reg, bool is_max) {
 
 }  // namespace
 
-void register_reduce(Registry& r) {
+O2G_OP_FAMILY(reduce) {
     reduce_op(r, "ReduceSum", R::Sum);
     reduce_op(r, "ReduceMean", R::Mean);
     reduce_op(r, "ReduceMax", R::Max);

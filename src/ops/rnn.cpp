@@ -196,7 +196,7 @@ void eval_rnn(OpCtx& c, Rnn::Kind kind) {
 
 }  // namespace
 
-void register_rnn(Registry& r) {
+O2G_OP_FAMILY(rnn) {
     for (auto [op, kind] : {std::pair<const char*, Rnn::Kind>{"RNN", Rnn::Simple}, {"GRU", Rnn::Gru}, {"LSTM", Rnn::Lstm}}) {
         OpDef d;
         d.op_type = op;

@@ -312,7 +312,7 @@ void register_nms(Registry& r) {
 
 }  // namespace
 
-void register_sampling(Registry& r) {
+O2G_OP_FAMILY(sampling) {
     register_nms(r);
     register_gridsample(r);
     register_roialign(r);

@@ -31,7 +31,7 @@ void def(Registry& r, const char* op, std::function<void(OpCtx&)> infer) {
 
 }  // namespace
 
-void register_sequence(Registry& r) {
+O2G_OP_FAMILY(sequence) {
     def(r, "SequenceEmpty", [](OpCtx& c) { c.set_seq(0, {}); });
     def(r, "SequenceConstruct", [](OpCtx& c) {
         std::vector<int> e;

@@ -1,6 +1,6 @@
-// Signal operators: DFT, STFT, MelWeightMatrix (the window functions live with the generators in
-// shape.cpp). ggml has no FFT: they are computed by their host evaluators (a direct DFT in
-// double), folded when constant, else host kernels (lower/host_kernel.h).
+// Signal operators: DFT, STFT, MelWeightMatrix and the windows (Hann, Hamming, Blackman). ggml
+// has no FFT: they are computed by their host evaluators (a direct DFT in double), folded when
+// constant, else host kernels (lower/host_kernel.h).
 #include <cmath>
 
 #include "ops/common.h"
@@ -182,10 +182,32 @@ void register_mel(Registry& r) {
 
 }  // namespace
 
-void register_signal(Registry& r) {
+O2G_OP_FAMILY(signal) {
     register_dft(r);
     register_stft(r);
     register_mel(r);
+    for (const char* w : {"HannWindow", "HammingWindow", "BlackmanWindow"}) {
+        OpDef d;
+        d.op_type = w;
+        d.host_inputs = {0};
+        auto dt = [](OpCtx& c) { return DType(c.ai("output_datatype", 1)); };
+        d.infer = [dt](OpCtx& c) { c.set_out(0, dt(c), {c.cval(0).geti(0)}); };
+        d.eval = [dt](OpCtx& c) {
+            int64_t n = c.cval(0).geti(0);
+            double den = c.ai("periodic", 1) ? double(n) : double(n - 1);
+            std::string op = c.node().op_type;
+            Tensor t = Tensor::zeros(dt(c), {n});
+            for (int64_t i = 0; i < n; ++i) {
+                double x = 2 * M_PI * double(i) / den, v;
+                if (op == "HannWindow") v = 0.5 - 0.5 * std::cos(x);
+                else if (op == "HammingWindow") v = 25.0 / 46.0 - 21.0 / 46.0 * std::cos(x);
+                else v = 0.42 - 0.5 * std::cos(x) + 0.08 * std::cos(2 * x);
+                t.setf(i, v);
+            }
+            c.set_const(0, t);
+        };
+        r.add(d);
+    }
 }
 
 }  // namespace onnx2ggml

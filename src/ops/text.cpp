@@ -187,7 +187,7 @@ void register_string_normalizer(Registry& r) {
 
 }  // namespace
 
-void register_text(Registry& r) {
+O2G_OP_FAMILY(text) {
     register_tfidf(r);
     register_string_normalizer(r);
 }

@@ -74,6 +74,10 @@ void specialize(Graph& g, const CompileOptions& opts, std::vector<UnsupportedOp>
             bad.push_back({n.op_type, n.name, n.domain, why, c.opset(), ""});
             continue;
         }
+        if (c.opset() < def->since || c.opset() > def->until) {
+            bad.push_back({n.op_type, n.name, n.domain, "opset " + std::to_string(c.opset()) + " not implemented", c.opset(), ""});
+            continue;
+        }
         bool known = true, all_const = true;
         for (int i = 0; i < c.nin(); ++i) {
             if (!c.has(i)) continue;

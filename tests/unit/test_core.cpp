@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include "lower/layout.h"
 #include "onnx/loader.h"
 #include "onnx2ggml/onnx2ggml.h"
+#include "ops/op.h"
 
 using namespace onnx2ggml;
 
@@ -398,4 +400,32 @@ TEST(SpecializingSession, InputsDisagreeingOnASymbolicDim) {
         EXPECT_NE(std::string(e.what()).find("(n=5)"), std::string::npos) << e.what();
     }
     EXPECT_EQ(resolve_input_shapes(g, ids, {&a, nullptr}, CompileOptions{})[1], (Shape{2, 3}));  // bound by the other input
+}
+
+// The registry: one entry per (domain, op); "", "ai.onnx" and "onnx2ggml" are one domain (the fusions
+// emit onnx2ggml-domain nodes), internal o2g.* ops are found but not listed; a second entry is exit 4.
+TEST(Registry, LookupAndDuplicates) {
+    const Registry& r = Registry::get();
+    for (const char* dom : {"", "ai.onnx", "onnx2ggml"}) {
+        EXPECT_NE(r.find(dom, "Gelu"), nullptr) << dom;
+        EXPECT_NE(r.find(dom, "o2g.Silu"), nullptr) << dom;
+    }
+    EXPECT_EQ(r.find("com.microsoft", "Gelu"), nullptr);
+    EXPECT_EQ(r.find("", "NoSuchOp"), nullptr);
+    EXPECT_EQ(r.find("", "Conv")->min_inputs, 2);
+    EXPECT_EQ(r.find("", "BatchNormalization")->min_inputs, 5);
+    auto types = r.op_types();
+    EXPECT_TRUE(std::is_sorted(types.begin(), types.end()));
+    EXPECT_EQ(std::count(types.begin(), types.end(), "o2g.Silu"), 0);
+    Registry x;
+    OpDef d;
+    d.op_type = "Foo";
+    x.add(d);
+    d.domain = "ai.onnx";
+    try {
+        x.add(d);
+        FAIL() << "a duplicate was accepted";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code, kExitInternal);
+    }
 }

@@ -1,14 +1,134 @@
-// Linear-algebra operators without a single ggml kernel: Einsum (any equation: ellipsis,
-// broadcasting, diagonals, implicit output) and Det. Computed by their host evaluators
+// Matrix products and linear algebra: MatMul, Gemm (ggml_mul_mat), Einsum (any equation: ellipsis,
+// broadcasting, diagonals, implicit output) and Det, the last two computed by their host evaluators
 // (folding, or host kernels at run time, lower/host_kernel.h).
 #include <algorithm>
 #include <cmath>
 #include <map>
 
+#include "o2g_kernels.h"
 #include "ops/common.h"
 
 namespace onnx2ggml {
 namespace {
+
+using Lc = LowerCtx;
+
+// ---- matmul ---------------------------------------------------------------------------
+
+// t contiguous with row-major strides: ggml calls a tensor contiguous whatever the strides of its
+// size-1 dims (a permuted [K = 1, N] operand keeps nb[0] > nb[1]), which ggml_mul_mat rejects as
+// transposed; a reshape to its own shape is then a free view with the row-major strides.
+ggml_tensor* dense(Lc& c, ggml_tensor* t) {
+    t = c.cont(t);
+    size_t nb = ggml_type_size(t->type);
+    bool row_major = true;
+    for (int i = 0; i < GGML_MAX_DIMS; nb *= size_t(t->ne[i]), ++i) row_major = row_major && t->nb[i] == nb;
+    return row_major ? t : G(c.b, ggml_reshape_4d, t, t->ne[0], t->ne[1], t->ne[2], t->ne[3]);
+}
+
+// C = A @ B for ggml tensors given ONNX shapes of rank >= 2 (ONNX MatMul semantics, batch broadcast).
+ggml_tensor* matmul(Lc& c, int ia, int ib, Shape sa, Shape sb, bool trans_a, bool trans_b) {
+    // x = B^T as [.., N, K] (ggml ne [K, N]); y = A as [.., M, K]
+    ggml_tensor* x;
+    if (c.is_const(ib)) {
+        x = c.matrix_weight(ib, sb, !trans_b);
+    } else {
+        x = c.reshape(c.x(ib), sb);
+        if (!trans_b) {
+            std::vector<int64_t> p;
+            for (size_t i = 0; i < sb.size(); ++i) p.push_back(int64_t(i));
+            std::swap(p[sb.size() - 1], p[sb.size() - 2]);
+            x = c.permute(x, p);
+        }
+        // ggml_mul_mat reads its first operand through its strides: only the K dim must be dense
+        if (x->nb[0] != ggml_type_size(x->type)) x = dense(c, x);
+    }
+    if (trans_b) std::swap(sb[sb.size() - 1], sb[sb.size() - 2]);  // sb now [.., K, N]
+    ggml_tensor* y;
+    if (c.is_const(ia) && trans_a) {
+        y = c.constant(c.cval(ia).reshaped(sa).transposed_last2());
+    } else {
+        y = c.reshape(c.x(ia), sa);
+        if (trans_a) {
+            std::vector<int64_t> p;
+            for (size_t i = 0; i < sa.size(); ++i) p.push_back(int64_t(i));
+            std::swap(p[sa.size() - 1], p[sa.size() - 2]);
+            y = c.permute(y, p);
+        }
+        y = dense(c, y);
+    }
+    if (trans_a) std::swap(sa[sa.size() - 1], sa[sa.size() - 2]);
+    // batch broadcast: y must cover the full batch; x broadcasts inside ggml_mul_mat
+    Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2), bo;
+    if (!broadcast_shapes(ba, bb, bo)) c.fail("batch dims " + shape_str(ba) + " and " + shape_str(bb) + " cannot be broadcast");
+    if (bo.size() > 2) c.fail_unsupported("MatMul with more than 2 batch dims");
+    Shape full_a = bo;
+    full_a.push_back(sa[sa.size() - 2]);
+    full_a.push_back(sa.back());
+    if (align_rank(ba, bo.size()) != bo) y = c.repeat_to(c.reshape(y, align_rank(sa, full_a.size())), to_ne(full_a));
+    Shape xb = align_rank(bb, bo.size());
+    Shape xs = xb;
+    xs.push_back(sb.back());
+    xs.push_back(sb[sb.size() - 2]);
+    x = c.reshape(x, xs);
+    return G(c.b, ggml_mul_mat, x, y);
+}
+
+void register_matmul_gemm(Registry& r) {
+    {
+        OpDef d;
+        d.op_type = "MatMul";
+        d.min_inputs = 2;
+        d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(0), matmul_dims(c, 0, 1).out); };
+        d.eval = [](OpCtx& c) {
+            MatDims m = matmul_dims(c, 0, 1);
+            Tensor t = Tensor::zeros(c.dtype(0), m.out);
+            const Tensor &A = c.cval(0), &B = c.cval(1);
+            for_each_matmul_batch(m, [&](int64_t bi, int64_t oa, int64_t ob) {
+                for (int64_t i = 0; i < m.M; ++i)
+                    for (int64_t j = 0; j < m.N; ++j) {
+                        double acc = 0;
+                        for (int64_t k = 0; k < m.K; ++k) acc += A.getf((oa * m.M + i) * m.K + k) * B.getf((ob * m.K + k) * m.N + j);
+                        t.setf((bi * m.M + i) * m.N + j, acc);
+                    }
+            });
+            c.set_const(0, t);
+        };
+        d.fold_limit = 1 << 16;
+        d.work = [](OpCtx& c) { return double(shape_numel(c.out(0).shape)) * double(c.shape(0).back()); };
+        d.lower = [](Lc& c) {
+            MatDims m = matmul_dims(c, 0, 1);
+            c.set(0, c.reshape(matmul(c, 0, 1, m.sa, m.sb, false, false), m.out));
+        };
+        r.add(d);
+    }
+    {
+        OpDef d;
+        d.op_type = "Gemm";
+        d.min_inputs = 2;
+        d.infer = [](OpCtx& c) {
+            const Shape &a = c.shape(0), &b = c.shape(1);
+            if (a.size() != 2 || b.size() != 2) c.fail("Gemm inputs must be 2-D");
+            bool ta = c.ai("transA", 0) != 0, tb = c.ai("transB", 0) != 0;
+            int64_t M = ta ? a[1] : a[0], K = ta ? a[0] : a[1], K2 = tb ? b[1] : b[0], N = tb ? b[0] : b[1];
+            if (K != K2) c.fail("inner dims differ: " + shape_str(a) + " x " + shape_str(b));
+            c.set_out(0, c.dtype(0), {M, N});
+        };
+        d.lower = [](Lc& c) {
+            bool ta = c.ai("transA", 0) != 0, tb = c.ai("transB", 0) != 0;
+            float alpha = c.af("alpha", 1.0f), beta = c.af("beta", 1.0f);
+            ggml_tensor* y = matmul(c, 0, 1, c.shape(0), c.shape(1), ta, tb);
+            if (alpha != 1.0f) y = G(c.b, ggml_scale, y, alpha);
+            if (c.has(2) && beta != 0.0f) {
+                ggml_tensor* cc = c.x(2);
+                if (beta != 1.0f) cc = G(c.b, ggml_scale, c.cont(cc), beta);
+                y = c.binary(LowerCtx::Bin::Add, y, c.out(0).shape, cc, operand_shape(c, 2));
+            }
+            c.set(0, y);
+        };
+        r.add(d);
+    }
+}
 
 struct Einsum {
     std::vector<std::string> in;  // one label per dim of each input ('0'.. for ellipsis dims)
@@ -186,7 +306,8 @@ void register_det(Registry& r) {
 
 }  // namespace
 
-void register_linalg(Registry& r) {
+O2G_OP_FAMILY(matmul) {
+    register_matmul_gemm(r);
     register_einsum(r);
     register_det(r);
 }

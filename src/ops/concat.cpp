@@ -1,0 +1,134 @@
+// Concat and Split.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <numeric>
+
+#include "o2g_kernels.h"
+#include "ops/common.h"
+
+namespace onnx2ggml {
+namespace {
+
+using Lc = LowerCtx;
+
+std::vector<int64_t> split_sizes(OpCtx& c) {
+    int r = c.rank(0);
+    int a = c.axis(c.ai("axis", 0), r);
+    int64_t dim = c.shape(0)[a];
+    std::vector<int64_t> sizes;
+    if (c.opset() >= 13 && c.has(1)) sizes = c.cints(1);
+    else if (c.opset() < 13 && c.has_attr("split")) sizes = c.ais("split");
+    else if (c.opset() < 13 && c.has(1)) sizes = c.cints(1);  // opset 2-10 had an optional input too
+    int n = c.nout();
+    if (sizes.empty()) {
+        if (c.opset() >= 18 && c.has_attr("num_outputs")) n = int(c.ai("num_outputs", n));
+        int64_t chunk = (dim + n - 1) / n;
+        for (int i = 0; i < n; ++i) sizes.push_back(std::max<int64_t>(0, std::min(chunk, dim - chunk * i)));
+    }
+    int64_t total = 0;
+    for (int64_t v : sizes) total += v;
+    if (total != dim || int(sizes.size()) != c.nout()) c.fail("split sizes do not add up to the axis dim " + std::to_string(dim));
+    return sizes;
+}
+
+}  // namespace
+
+O2G_OP_FAMILY(concat) {
+    {
+        OpDef d;
+        d.op_type = "Concat";
+        d.infer = [](OpCtx& c) {
+            int rk = c.rank(0);
+            int a = c.axis(c.ai("axis", 0), rk);
+            Shape o = c.shape(0);
+            o[a] = 0;
+            for (int i = 0; i < c.nin(); ++i) {
+                const Shape& s = c.shape(i);
+                if (c.dtype(i) != c.dtype(0)) c.fail("inputs have different dtypes");
+                if (int(s.size()) != rk) c.fail("inputs have different ranks");
+                for (int k = 0; k < rk; ++k)
+                    if (k != a && s[k] != o[k]) c.fail("input " + std::to_string(i) + " has shape " + shape_str(s) + ", incompatible with " + shape_str(c.shape(0)));
+                o[a] += s[a];
+            }
+            c.set_out(0, c.dtype(0), o);
+        };
+        d.eval = [](OpCtx& c) {
+            int rk = c.rank(0);
+            int a = c.axis(c.ai("axis", 0), rk);
+            const Shape& o = c.out(0).shape;
+            Tensor t = Tensor::zeros(c.dtype(0), o);
+            size_t es = dtype_size(t.dtype);
+            int64_t outer = 1, inner = 1;
+            for (int i = 0; i < a; ++i) outer *= o[i];
+            for (int i = a + 1; i < rk; ++i) inner *= o[i];
+            int64_t off = 0;
+            for (int i = 0; i < c.nin(); ++i) {
+                const Tensor& x = c.cval(i).cast(t.dtype);
+                int64_t len = x.shape[a] * inner;
+                if (len == 0) continue;
+                for (int64_t q = 0; q < outer; ++q)
+                    std::memcpy(t.data() + size_t(q * o[a] * inner + off) * es, x.data() + size_t(q * len) * es, size_t(len) * es);
+                off += len;
+            }
+            c.set_const(0, t);
+        };
+        d.lower = [](Lc& c) {
+            int rk = c.rank(0);
+            int a = c.axis(c.ai("axis", 0), rk);
+            int gd = ggml_dim(a, rk);
+            if (gd < 0) c.fail_unsupported("Concat along a leading axis of a rank-" + std::to_string(rk) + " tensor");
+            ggml_tensor* acc = nullptr;
+            for (int i = 0; i < c.nin(); ++i) {
+                if (c.shape(i)[a] == 0) continue;
+                ggml_tensor* t = c.reshape(c.x(i), c.shape(i));
+                acc = acc ? G(c.b, ggml_concat, acc, t, gd) : t;
+            }
+            c.set(0, acc);
+        };
+        r.add(d);
+    }
+    {
+        OpDef d;
+        d.op_type = "Split";
+        d.host_inputs = {1};
+        d.infer = [](OpCtx& c) {
+            auto sizes = split_sizes(c);
+            int a = c.axis(c.ai("axis", 0), c.rank(0));
+            for (int i = 0; i < c.nout(); ++i) { Shape s = c.shape(0); s[a] = sizes[i]; c.set_out(i, c.dtype(0), s); }
+        };
+        d.eval = [](OpCtx& c) {
+            auto sizes = split_sizes(c);
+            int a = c.axis(c.ai("axis", 0), c.rank(0));
+            auto st = strides_of(c.shape(0));
+            int64_t off = 0;
+            for (int i = 0; i < c.nout(); ++i) {
+                Shape s = c.shape(0);
+                s[a] = sizes[i];
+                int64_t o0 = off;
+                c.set_const(i, remap(c.cval(0), s, [&](const std::vector<int64_t>& idx) {
+                    int64_t f = flat(idx, st);
+                    return f + o0 * st[a];
+                }));
+                off += sizes[i];
+            }
+        };
+        d.lower = [](Lc& c) {
+            auto sizes = split_sizes(c);
+            int rk = c.rank(0);
+            int a = c.axis(c.ai("axis", 0), rk);
+            int gd = ggml_dim(a, rk);
+            if (gd < 0) c.fail_unsupported("Split along a leading axis of a rank-" + std::to_string(rk) + " tensor");
+            ggml_tensor* x = c.x(0);
+            int64_t off = 0;
+            for (int i = 0; i < c.nout(); ++i) {
+                c.set(i, c.slice(x, gd, off, sizes[i]));
+                off += sizes[i];
+            }
+        };
+        r.add(d);
+    }
+}
+
+}  // namespace onnx2ggml

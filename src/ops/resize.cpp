@@ -1,0 +1,254 @@
+// Resize and Upsample (nearest, linear, cubic; every coordinate transformation mode).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <numeric>
+
+#include "o2g_kernels.h"
+#include "ops/common.h"
+
+namespace onnx2ggml {
+namespace {
+
+using Lc = LowerCtx;
+
+// ---- Resize / Upsample ---------------------------------------------------------------------
+
+struct ResizePlan {
+    Shape out;
+    std::vector<double> scale;   // per axis
+    std::string mode, coord, nearest;
+    double cubic_a = -0.75;
+    bool from_scales = true;  // output size came from scales (align_corners then uses in * scale)
+    bool exclude_outside = false;
+    std::vector<double> roi;   // tf_crop_and_resize: [starts..., ends...] (normalized)
+    double extrapolation = 0;  // tf_crop_and_resize: the value outside the input
+};
+
+ResizePlan resize_plan(OpCtx& c) {
+    ResizePlan p;
+    const Shape& s = c.shape(0);
+    int rk = int(s.size());
+    bool upsample = c.node().op_type == "Upsample";
+    p.mode = c.as("mode", "nearest");
+    std::vector<double> scales;
+    std::vector<int64_t> sizes;
+    if (upsample) {
+        if (c.opset() >= 9) for (auto v : c.cval(1).to_f32()) scales.push_back(v);
+        else for (auto v : c.afs("scales")) scales.push_back(v);
+        p.coord = "asymmetric";
+        p.nearest = "floor";
+        if (p.mode == "bilinear") p.mode = "linear";
+    } else {
+        p.coord = c.as("coordinate_transformation_mode", "half_pixel");
+        p.nearest = c.as("nearest_mode", "round_prefer_floor");
+        p.cubic_a = c.af("cubic_coeff_a", -0.75f);
+        p.exclude_outside = c.ai("exclude_outside", 0) != 0;
+        if (c.opset() < 11) {
+            for (auto v : c.cval(1).to_f32()) scales.push_back(v);
+            p.coord = "asymmetric";
+            p.nearest = "floor";
+        } else {
+            if (c.has(2) && c.cval(2).numel() > 0) for (auto v : c.cval(2).to_f32()) scales.push_back(v);
+            if (c.has(3) && c.cval(3).numel() > 0) sizes = c.cints(3);
+        }
+        if (c.opset() >= 18 && (c.has(4) || c.ai("antialias", 0) != 0 || c.as("keep_aspect_ratio_policy", "stretch") != "stretch"))
+            c.fail_unsupported("Resize axes/antialias/keep_aspect_ratio_policy are not supported yet");
+    }
+    if (p.coord == "tf_crop_and_resize") {
+        if (!c.has(1)) c.fail("tf_crop_and_resize needs the roi input");
+        for (auto v : c.cval(1).to_f32()) p.roi.push_back(v);
+        if (int(p.roi.size()) != 2 * rk) c.fail("roi has " + std::to_string(p.roi.size()) + " values for rank " + std::to_string(rk));
+        p.extrapolation = c.af("extrapolation_value", 0.0f);
+    }
+    p.out.resize(rk);
+    p.scale.resize(rk);
+    if (!sizes.empty()) {
+        if (int(sizes.size()) != rk) c.fail("sizes has the wrong length");
+        for (int i = 0; i < rk; ++i) { p.out[i] = sizes[i]; p.scale[i] = double(sizes[i]) / double(s[i]); }
+        p.from_scales = false;
+    } else {
+        if (int(scales.size()) != rk) c.fail("scales has " + std::to_string(scales.size()) + " entries for rank " + std::to_string(rk));
+        for (int i = 0; i < rk; ++i) {
+            if (!(scales[i] > 0)) c.fail("scales must be positive");
+            double o = std::floor(double(s[i]) * scales[i] + 1e-9);
+            if (!(o < 0x1p40)) c.fail("scales give an output dim of " + std::to_string(o) + ", too large");  // (never cast out of range)
+            p.scale[i] = scales[i];
+            p.out[i] = int64_t(o);
+        }
+    }
+    if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic") c.fail("unknown Resize mode '" + p.mode + "'");
+    return p;
+}
+
+double source_coord(const ResizePlan& p, int a, int64_t x, int64_t in, int64_t out, double scale) {
+    const std::string& m = p.coord;
+    if (m == "tf_crop_and_resize") {
+        double st = p.roi[size_t(a)], en = p.roi[p.roi.size() / 2 + size_t(a)];
+        return out > 1 ? st * double(in - 1) + double(x) * (en - st) * double(in - 1) / double(out - 1) : 0.5 * (st + en) * double(in - 1);
+    }
+    if (m == "asymmetric") return x / scale;
+    if (m == "align_corners") {
+        double len = p.from_scales ? double(in) * scale : double(out);
+        return out == 1 ? 0.0 : double(x) * double(in - 1) / (len - 1);
+    }
+    if (m == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+    if (m == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
+    if (m == "half_pixel_symmetric") {
+        double adj = double(out) / (scale * double(in));
+        double center = double(in) / 2.0;
+        double offset = center * (1 - adj);
+        return offset + (x + 0.5) / scale - 0.5;
+    }
+    return (x + 0.5) / scale - 0.5;  // half_pixel
+}
+
+int64_t nearest_index(const ResizePlan& p, double xo, int64_t in) {
+    double r;
+    if (p.nearest == "floor") r = std::floor(xo);
+    else if (p.nearest == "ceil") r = std::ceil(xo);
+    else if (p.nearest == "round_prefer_ceil") r = std::floor(xo + 0.5);
+    else r = (xo - std::floor(xo) == 0.5) ? std::floor(xo) : std::round(xo);  // round_prefer_floor
+    return std::clamp<int64_t>(int64_t(r), 0, in - 1);
+}
+
+// Interpolation matrix [out, in] for one axis (linear or cubic).
+// tf_crop_and_resize: whether output x of axis a samples inside the input
+bool inside(const ResizePlan& p, int a, int64_t x, int64_t in, int64_t out, double scale) {
+    if (p.coord != "tf_crop_and_resize") return true;
+    double xo = source_coord(p, a, x, in, out, scale);
+    return xo >= 0 && xo <= double(in - 1);
+}
+
+Tensor interp_matrix(const ResizePlan& p, int a, int64_t in, int64_t out, double scale) {
+    Tensor m = Tensor::zeros(DType::F32, {out, in});
+    float* w = m.ptr<float>();
+    for (int64_t x = 0; x < out; ++x) {
+        if (!inside(p, a, x, in, out, scale)) continue;  // extrapolated (added after)
+        double xo = source_coord(p, a, x, in, out, scale);
+        if (p.mode == "linear") {
+            xo = std::clamp(xo, 0.0, double(in - 1));
+            int64_t x0 = int64_t(std::floor(xo)), x1 = std::min(x0 + 1, in - 1);
+            double f = xo - double(x0);
+            w[x * in + x0] += float(1 - f);
+            w[x * in + x1] += float(f);
+        } else {  // cubic
+            int64_t x0 = int64_t(std::floor(xo));
+            double f = xo - double(x0), a = p.cubic_a;
+            double ws[4], sum = 0;
+            for (int k = -1; k <= 2; ++k) {
+                double t = std::fabs(double(k) - f);
+                double v = t <= 1 ? ((a + 2) * t - (a + 3)) * t * t + 1 : (t < 2 ? ((a * t - 5 * a) * t + 8 * a) * t - 4 * a : 0);
+                int64_t idx = x0 + k;
+                if (p.exclude_outside && (idx < 0 || idx >= in)) v = 0;
+                ws[k + 1] = v;
+                sum += v;
+            }
+            for (int k = -1; k <= 2; ++k) {
+                int64_t idx = std::clamp<int64_t>(x0 + k, 0, in - 1);
+                w[x * in + idx] += float(p.exclude_outside ? ws[k + 1] / sum : ws[k + 1]);
+            }
+        }
+    }
+    return m;
+}
+
+// tf_crop_and_resize: y * inside + extrapolation_value * (1 - inside), inside a product over the axes
+ggml_tensor* extrapolate(Lc& c, const ResizePlan& p, ggml_tensor* y) {
+    if (p.coord != "tf_crop_and_resize") return y;
+    const Shape& s = c.shape(0);
+    int rk = int(s.size());
+    Shape ms(static_cast<size_t>(rk), 1);
+    std::vector<std::vector<float>> in_ax(static_cast<size_t>(rk));
+    bool all = true;
+    for (int a = 0; a < rk; ++a) {
+        for (int64_t x = 0; x < p.out[size_t(a)]; ++x) in_ax[size_t(a)].push_back(inside(p, a, x, s[size_t(a)], p.out[size_t(a)], p.scale[size_t(a)]) ? 1.f : 0.f);
+        bool ax_all = std::all_of(in_ax[size_t(a)].begin(), in_ax[size_t(a)].end(), [](float v) { return v == 1.f; });
+        if (!ax_all) ms[size_t(a)] = p.out[size_t(a)];
+        all &= ax_all;
+    }
+    if (all) return y;
+    std::vector<float> mask(size_t(shape_numel(ms)), 1.f), ext(mask.size());
+    auto st = strides_of(ms);
+    for (size_t i = 0; i < mask.size(); ++i) {
+        for (int a = 0; a < rk; ++a)
+            if (ms[size_t(a)] > 1) mask[i] *= in_ax[size_t(a)][size_t((int64_t(i) / st[size_t(a)]) % ms[size_t(a)])];
+        ext[i] = float(p.extrapolation) * (1 - mask[i]);
+    }
+    y = c.binary(LowerCtx::Bin::Mul, y, p.out, c.constant(Tensor::from_f32(mask, ms)), ms);
+    return c.binary(LowerCtx::Bin::Add, y, p.out, c.constant(Tensor::from_f32(ext, ms)), ms);
+}
+
+void lower_resize(Lc& c) {
+    ResizePlan p = resize_plan(c);
+    const Shape& s = c.shape(0);
+    int rk = int(s.size());
+    if (rk > 4) c.fail_unsupported("Resize of a rank > 4 tensor");
+    ggml_tensor* x = c.x(0);
+    if (p.mode == "nearest") {
+        std::vector<std::vector<int64_t>> idx(rk);
+        bool fast = true;  // matches ggml's nearest (floor(i * in / out)) on every axis
+        for (int a = 0; a < rk; ++a) {
+            for (int64_t i = 0; i < p.out[a]; ++i) idx[a].push_back(nearest_index(p, source_coord(p, a, i, s[a], p.out[a], p.scale[a]), s[a]));
+            bool ident = p.out[a] == s[a];
+            for (int64_t i = 0; i < p.out[a]; ++i) ident &= idx[a][i] == i;
+            if (ident) { idx[a].clear(); continue; }
+            bool floor_rule = p.out[a] % s[a] == 0 && ggml_dim(a, rk) < 2;
+            for (int64_t i = 0; i < p.out[a] && floor_rule; ++i) floor_rule &= idx[a][i] == i * s[a] / p.out[a];
+            fast &= floor_rule;
+        }
+        if (fast && p.coord != "tf_crop_and_resize") {
+            auto ne = to_ne(p.out);
+            c.set(0, G(c.b, ggml_interpolate, c.cont(x), ne[0], ne[1], ne[2], ne[3], uint32_t(GGML_SCALE_MODE_NEAREST)));
+            return;
+        }
+        Shape cur = s;
+        for (int a = 0; a < rk; ++a) {
+            if (idx[a].empty()) continue;
+            x = gather_axis(c, x, cur, a, idx[a]);
+            cur[a] = p.out[a];
+        }
+        c.set(0, extrapolate(c, p, x));
+        return;
+    }
+    // linear / cubic: separable, one matrix product per resized axis
+    Shape cur = s;
+    for (int a = rk - 1; a >= 0; --a) {
+        if (p.out[a] == s[a] && (p.coord == "half_pixel" || p.coord == "asymmetric" || p.coord == "align_corners" ||
+                                 p.coord == "pytorch_half_pixel") && p.scale[a] == 1.0)
+            continue;
+        ggml_tensor* m = c.constant(interp_matrix(p, a, s[a], p.out[a], p.scale[a]));  // ne [in, out]
+        // move axis a last, contract, move back
+        std::vector<int64_t> perm;
+        for (int i = 0; i < rk; ++i) if (i != a) perm.push_back(i);
+        perm.push_back(a);
+        Shape ps;
+        for (auto v : perm) ps.push_back(cur[v]);
+        ggml_tensor* t = c.cont(c.permute(c.reshape(x, cur), perm));
+        int64_t rows = shape_numel(ps) / cur[a];
+        ggml_tensor* y = G(c.b, ggml_mul_mat, m, G(c.b, ggml_reshape_2d, t, cur[a], rows));  // [out, rows]
+        ps.back() = p.out[a];
+        y = c.reshape(y, ps);
+        std::vector<int64_t> inv = inverse_perm(perm);
+        x = c.permute(y, inv);
+        cur[a] = p.out[a];
+    }
+    c.set(0, extrapolate(c, p, c.cont(x)));
+}
+
+}  // namespace
+
+O2G_OP_FAMILY(resize) {
+    for (const char* op : {"Resize", "Upsample"}) {
+        OpDef d;
+        d.op_type = op;
+        d.min_inputs = 1;
+        d.host_inputs = {1, 2, 3};
+        d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(0), resize_plan(c).out); };
+        d.lower = lower_resize;
+        r.add(d);
+    }
+}
+
+}  // namespace onnx2ggml
