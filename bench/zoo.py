@@ -32,8 +32,6 @@ ZOO = os.path.join(ROOT, "tests", "models", "zoo_models.py")
 # Why a row cannot reach 1.0x yet (one line each, from `onnx2ggml run MODEL --profile`).
 # Measured on the shared machine (load 1-3) with this tree; to be rechecked as the causes are fixed.
 NOTES = {
-    "squeezenet1_0": "max poolings after a Concat read NCHW and write blocked: oneDNN's reference kernel (72%)",
-    "squeezenet1_1": "max poolings after a Concat read NCHW and write blocked: oneDNN's reference kernel (72%)",
     "efficientnet_b0": "SiLU and the SE blocks' broadcast Mul on ggml's CPU backend (56%)",
     "regnet_y_400mf": "grouped convolutions as one im2col + matmul per group: 1,578 nodes, 1,130 scheduler splits",
     "audio_conv_lstm": "the LSTM is a host kernel (88%)",

@@ -55,7 +55,14 @@ struct Context {
     using Key = std::vector<int64_t>;
     std::map<Key, dnnl::convolution_forward> convs;
     std::map<Key, dnnl::matmul> matmuls;
-    std::map<Key, dnnl::pooling_forward> pools;
+    // a pooling whose input and output layouts differ (see pool2d): pooled in the input's layout
+    // into the arena (`mid`), then reordered into the output's
+    struct Pool {
+        dnnl::pooling_forward pool;
+        dnnl::memory::desc mid;
+        dnnl::reorder to_dst;
+    };
+    std::map<Key, Pool> pools;
     std::map<Key, dnnl::binary> norms;  // GroupNorm's normalize + affine (+ SiLU) pass
     std::map<Key, dnnl::eltwise_forward> eltwises;
     // Convolutions in the layouts oneDNN picks (blocked: also depthwise ones, whose NCHW kernel is a
@@ -570,18 +577,35 @@ inline void pool2d(Context& c, ggml_tensor* dst) {
     dims src_d = {x->ne[3], x->ne[2], x->ne[1], x->ne[0]}, dst_d = {dst->ne[3], dst->ne[2], dst->ne[1], dst->ne[0]};
     dims strides = {o[4], o[3]}, kernel = {o[2], o[1]}, pl = {o[6], o[5]}, pr = {pr1, pr0};
     bool in_priv = o[o2g::kInPrivate] == 1, out_priv = o[o2g::kOutPrivate] == 1;
-    dnnl::memory::desc src_md = in_priv ? private_layout(src_d) : dnnl::memory::desc(src_d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nchw),
-                       dst_md = out_priv ? private_layout(dst_d) : dnnl::memory::desc(dst_d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nchw);
+    auto layout = [](const dims& d, bool priv) {
+        return priv ? private_layout(d) : dnnl::memory::desc(d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nchw);
+    };
+    dnnl::memory::desc src_md = layout(src_d, in_priv), dst_md = layout(dst_d, out_priv);
     Context::Key key = {-2, o[0], src_d[0], src_d[1], src_d[2], src_d[3], dst_d[2], dst_d[3], o[1], o[2], o[3], o[4], o[5], o[6], in_priv, out_priv};
     auto it = c.pools.find(key);
     if (it == c.pools.end()) {
+        // oneDNN's fast pooling kernels want the input and the output in one layout (a max pooling
+        // after a channel Concat, reading NCHW and feeding a convolution in private_layout, ran its
+        // reference kernel: 72% of squeezenet1_1's time); when they differ, the pooling writes the
+        // input's layout and a reorder (of the pooled map, the smaller one) gives the output's.
+        Context::Pool p;
+        p.mid = layout(dst_d, in_priv);
         auto alg = o[0] == GGML_OP_POOL_MAX ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_include_padding;
-        dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, alg, src_md, dst_md, strides, kernel, pl, pr);
-        it = c.pools.emplace(key, dnnl::pooling_forward(dnnl::pooling_forward::primitive_desc(d, c.eng))).first;
+        dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, alg, src_md, p.mid, strides, kernel, pl, pr);
+        p.pool = dnnl::pooling_forward(dnnl::pooling_forward::primitive_desc(d, c.eng));
+        if (in_priv != out_priv) p.to_dst = dnnl::reorder(dnnl::reorder::primitive_desc(c.eng, p.mid, c.eng, dst_md));
+        it = c.pools.emplace(key, std::move(p)).first;
     }
+    const Context::Pool& p = it->second;
     dnnl::memory sm = in_priv ? private_memory(c, src_md, x->data) : dnnl::memory(src_md, c.eng, x->data);
     dnnl::memory dm = out_priv ? private_memory(c, dst_md, dst->data) : dnnl::memory(dst_md, c.eng, dst->data);
-    it->second.execute(c.strm, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_DST, dm}});
+    if (in_priv == out_priv) {
+        p.pool.execute(c.strm, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_DST, dm}});
+    } else {
+        dnnl::memory mm(p.mid, c.eng, c.reserve(p.mid.get_size()));
+        p.pool.execute(c.strm, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_DST, mm}});
+        p.to_dst.execute(c.strm, mm, dm);
+    }
     c.strm.wait();
 }
 
