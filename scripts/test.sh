@@ -4,7 +4,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build="${BUILD_DIR:-$here/build}"
-"$here/scripts/setup.sh"
+"$here/scripts/setup.sh" --bench  # --bench: ONNX Runtime for the compare_ort and conformance reference tests
 df -h "$here" | tail -1 | awk '{print "disk free before the tests: " $4 " (a fresh run peaks at about 10 GB)"}'
 "$here/scripts/build.sh" "$build"
 (cd "$build" && ctest --output-on-failure -j "$(nproc)" "$@")

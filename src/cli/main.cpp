@@ -3,9 +3,11 @@
 #include <dirent.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -19,8 +21,11 @@
 #include "onnx2ggml/onnx2ggml.h"
 #include "o2g_build_version.h"
 #include "o2g_info.h"
+#include "runtime/compare.h"
+#include "runtime/dot.h"
 #include "ops/op.h"
 #include "util/limits.h"
+#include "util/progress.h"
 
 using namespace onnx2ggml;
 
@@ -28,7 +33,7 @@ namespace {
 
 const char* kUsage =
     "usage: onnx2ggml COMMAND ...\n"
-    "  inspect MODEL [--input-shape NAME=DIMS ...] [--json] [--ggml]\n"
+    "  inspect MODEL [--input-shape NAME=DIMS ...] [--json] [--ggml] [--dot FILE | --svg FILE] (--ggml with a picture: the ggml graph)\n"
     "  run     MODEL [--input NAME=FILE.npy ...] [--random-inputs SEED] [--input-shape NAME=DIMS ...]\n"
     "                [--then --input ... (another input set, same session)] [--output-dir DIR] [--backend NAME|auto]\n"
     "                [--threads N] [--profile] [--verbose] [--max-specializations N]\n"
@@ -36,11 +41,14 @@ const char* kUsage =
     "  check   MODEL --input NAME=FILE.npy ... --expect NAME=FILE.npy ... [--then --input ... --expect ...] [--rtol R] [--atol A]\n"
     "  check   TESTDIR   (an ONNX backend-test folder: model.onnx + test_data_set_*/)\n"
     "  bench   MODEL [--input ... | --random-inputs SEED] [--repeat N] [--warmup W] [--threads N] [--backend B]\n"
+    "  compare MODEL [--input ... | --random-inputs SEED] [--reference host|ort|DIR] [--tolerance T] [--json] [--backend B] [--svg FILE] [--no-inplace]\n"
+    "          (every intermediate value against a reference; marks the first node that diverges)\n"
     "  ops     (list the supported ONNX operators)\n"
     "  --version (onnx2ggml's version and commit, ggml's and oneDNN's, the backends and their devices)\n"
     "dynamic dims are taken from the --input files (--input-shape: for --random-inputs and compile)\n"
     "common: --max-memory SIZE (e.g. 4G; default: physical memory), --freeze NAME=FILE.npy (bind a graph input to a value at compile time), --no-optimize, --disable-pass NAME,\n"
     "        --weights f32|f16 (MatMul/Gemm/Conv weights stored as F16 in the runtime and the GGUF; default f32)\n"
+    "        --quiet (no progress bars; they are drawn on a terminal only, for steps longer than half a second)\n"
     "exit codes: 0 ok, 1 numeric mismatch, 2 bad usage or input, 3 unsupported model, 4 internal error\n";
 
 // One set of inputs (and expected outputs) of run/check: `--then` starts the next, run in the same session.
@@ -59,6 +67,10 @@ struct Args {
     bool json = false, ggml = false, has_seed = false, f16 = false, profile = false, verbose = false;
     uint64_t seed = 0;
     double rtol = 1e-3, atol = 1e-7;
+    std::string reference = "host";  // compare
+    std::string dot, svg;            // inspect, compare: pictures
+    bool no_inplace = false;         // compare
+    double tolerance = 1e-4;         // compare
 };
 
 Shape parse_dims(const std::string& s, const std::string& what) {
@@ -109,6 +121,12 @@ Args parse(int argc, char** argv) {
         else if (s == "--atol") a.atol = num(next());
         else if (s == "--max-memory") set_memory_limit(parse_size(next()));
         else if (s == "--json") a.json = true;
+        else if (s == "--reference") a.reference = next();
+        else if (s == "--dot") a.dot = next();
+        else if (s == "--no-inplace") a.no_inplace = true;
+        else if (s == "--quiet") set_progress_quiet(true);
+        else if (s == "--svg") a.svg = next();
+        else if (s == "--tolerance") a.tolerance = num(next());
         else if (s == "--ggml") a.ggml = true;
         else if (s == "--profile") a.profile = true;
         else if (s == "--verbose") a.verbose = true;
@@ -193,6 +211,12 @@ std::unique_ptr<SpecializingSession> open_session(const Args& a, bool release_ho
     return s;
 }
 
+// --dot FILE / --svg FILE
+void write_pictures(const Args& a, const std::string& dot) {
+    if (!a.dot.empty()) write_picture(dot, a.dot, false);
+    if (!a.svg.empty()) write_picture(dot, a.svg, true);
+}
+
 int cmd_inspect(const Args& a) {
     Graph g = load_onnx(a.model);
     std::vector<UnsupportedOp> bad;
@@ -213,6 +237,17 @@ int cmd_inspect(const Args& a) {
     if (bad.empty() && shapes_ok) {
         optimize(g, a.copts);
         validate(g, &bad);
+    }
+    if ((!a.dot.empty() || !a.svg.empty()) && shapes_ok) {
+        // colored by backend when the graph builds; the graph's own structure otherwise
+        if (bad.empty()) {
+            Session s(g, SessionOptions{a.backend, a.threads, a.f16});
+            DotOptions d;
+            d.session = &s;
+            write_pictures(a, a.ggml ? ggml_graph_dot(s) : onnx_graph_dot(g, d));
+        } else {
+            write_pictures(a, onnx_graph_dot(g, DotOptions{}));
+        }
     }
     if (a.ggml && bad.empty() && shapes_ok) {
         auto bg = build_graph(g, false);
@@ -451,6 +486,66 @@ Tensor bf16_bits(Tensor t, DType want) {
     return t;
 }
 
+// `compare`: the table in graph order, the first divergence marked; exit 1 when there is one
+int cmd_compare(const Args& a) {
+    std::map<std::string, Tensor> ins;
+    {
+        auto ss = open_session(a, false);  // only to gather the inputs as `run` does (files, random, shapes)
+        std::vector<Tensor> v = gather_inputs(*ss, a, a.sets[0]);
+        for (size_t k = 0; k < v.size(); ++k) ins[ss->model().values[size_t(ss->input_ids()[k])].name] = v[k];
+    }
+    CompareOptions o;
+    o.reference = a.reference;
+    o.tolerance = a.tolerance;
+    o.session = SessionOptions{a.backend, a.threads, a.f16};
+    o.session.no_inplace = a.no_inplace;
+    o.copts = a.copts;
+    o.picture = !a.dot.empty() || !a.svg.empty();
+    o.work_dir = (a.output_dir.empty() ? std::filesystem::temp_directory_path().string() + "/onnx2ggml-compare-" + std::to_string(getpid()) : a.output_dir);
+    CompareResult r = compare_model(a.model, ins, o);
+    if (a.output_dir.empty()) std::filesystem::remove_all(o.work_dir);
+    write_pictures(a, r.dot);
+    const CompareRow* first = r.first >= 0 ? &r.rows[size_t(r.first)] : nullptr;
+    if (a.json) {
+        std::cout << "{\"model\": " << json_str(a.model) << ", \"reference\": " << json_str(a.reference) << ", \"backend\": " << json_str(r.backend)
+                  << ", \"tolerance\": " << a.tolerance << ", \"first_divergence\": " << (first ? json_str(first->node_name) : "null") << ", \"rows\": [";
+        for (size_t k = 0; k < r.rows.size(); ++k) {
+            const CompareRow& w = r.rows[k];
+            auto num = [](double x) {
+                char b[32];
+                snprintf(b, sizeof b, "%.6g", x);
+                return std::isfinite(x) ? std::string(b) : std::string("\"inf\"");
+            };
+            std::cout << (k ? "," : "") << "\n  {\"node\": " << json_str(w.node_name) << ", \"op\": " << json_str(w.op_type) << ", \"ggml\": " << json_str(w.ggml_ops)
+                      << ", \"value\": " << json_str(w.value) << ", \"shape\": " << json_str(shape_str(w.shape));
+            if (w.compared) std::cout << ", \"max_abs_err\": " << num(w.max_abs) << ", \"rel_err\": " << num(w.rel) << ", \"over\": " << (w.over ? "true" : "false");
+            else std::cout << ", \"note\": " << json_str(w.note);
+            std::cout << ", \"first\": " << (w.first ? "true" : "false") << "}";
+        }
+        std::cout << "\n]}\n";
+        return first ? 1 : 0;
+    }
+    printf("compare %s on %s against %s; error = max|got-ref| / max|ref|, tolerance %.3g\n", a.model.c_str(), r.backend.c_str(), r.reference.c_str(), a.tolerance);
+    if (!r.reference_gaps.empty()) printf("the host reference cannot compute these nodes (their values and what follows are not compared):\n%s", r.reference_gaps.c_str());
+    printf("%-3s %-28s %-16s %-24s %-36s %-14s %10s %10s\n", "", "node", "op", "ggml ops", "value", "shape", "max_abs", "error");
+    auto cut = [](const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n - 2) + ".."; };
+    for (const CompareRow& w : r.rows) {
+        const char* mark = w.first ? ">>" : w.over ? "!" : "";
+        if (w.compared)
+            printf("%-3s %-28s %-16s %-24s %-36s %-14s %10.3g %10.3g\n", mark, cut(w.node_name, 28).c_str(), cut(w.op_type, 16).c_str(), cut(w.ggml_ops, 24).c_str(),
+                   cut(w.value, 36).c_str(), shape_str(w.shape).c_str(), w.max_abs, w.rel);
+        else
+            printf("%-3s %-28s %-16s %-24s %-36s %-14s %21s\n", mark, cut(w.node_name, 28).c_str(), cut(w.op_type, 16).c_str(), cut(w.ggml_ops, 24).c_str(),
+                   cut(w.value, 36).c_str(), shape_str(w.shape).c_str(), ("(" + w.note + ")").c_str());
+    }
+    if (first)
+        printf("first divergence: node '%s' (%s): error %.3g of its value's range while its inputs are within %.3g (>> above; ! marks every value over)\n",
+               first->node_name.c_str(), first->op_type.c_str(), first->rel, a.tolerance);
+    else
+        printf("no divergence: every compared value within %.3g\n", a.tolerance);
+    return first ? 1 : 0;
+}
+
 int cmd_check(const Args& a) {
     if (is_dir(a.model)) {  // ONNX backend test folder
         std::string dir = a.model, model = dir + "/model.onnx";
@@ -567,6 +662,7 @@ int main(int argc, char** argv) {
         if (a.cmd == "run") return cmd_run(a);
         if (a.cmd == "compile") return cmd_compile(a);
         if (a.cmd == "check") return cmd_check(a);
+        if (a.cmd == "compare") return cmd_compare(a);
         if (a.cmd == "bench") return cmd_bench(a);
         bad_input("unknown command '" + a.cmd + "'\n" + kUsage);
     } catch (const Error& e) {

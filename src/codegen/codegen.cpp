@@ -13,6 +13,7 @@
 #include "o2g_build_version.h"
 #include "runtime/build.h"
 #include "util/error.h"
+#include "util/progress.h"
 
 namespace onnx2ggml {
 
@@ -55,7 +56,9 @@ void write_gguf(const std::string& path, const std::vector<Weight>& weights, con
         size_t n = pos < 0 ? 0 : (align - size_t(pos) % align) % align;
         return pos >= 0 && std::fwrite(zeros, 1, n, f) == n;
     };
+    Progress bar("writing " + path, weights.size());
     for (size_t i = 0; ok && i < weights.size(); ++i) {
+        bar.update(i);
         ok = pad();
         Tensor d = weights[i].data();
         ok = ok && std::fwrite(d.data(), 1, d.nbytes(), f) == d.nbytes();

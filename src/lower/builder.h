@@ -57,6 +57,12 @@ public:
     ggml_tensor* weight(const Tensor& host, ggml_type type, const std::string& onnx_name, bool transpose = false, bool shareable = false);
     WeightShare* share = nullptr;  // where shareable weights live (none: every weight is this graph's)
     bool f16_weights = false;  // store MatMul/Gemm/Conv weights as F16 (--weights f16)
+    // `compare`: keep every value readable after a run: plain layouts only (no backend-private
+    // layouts between nodes); lower_graph then fills `values` and `node_ops`
+    bool keep_values = false;
+    bool no_inplace = false;  // `compare --no-inplace`: no node writes onto another node's output (see LowerCtx::sole_reader)
+    std::vector<ggml_tensor*> values;      // after lower_graph: value id -> the ggml tensor that holds it (nullptr: none)
+    std::vector<std::string> node_ops;     // graph node index -> the ggml ops its lowering made ("" if none)
     // A host kernel's node (lower/host_kernel.h): a ggml custom op; never recorded (compile refuses host kernels).
     ggml_tensor* custom(ggml_type type, const int64_t ne[4], std::vector<ggml_tensor*> args, ggml_custom_op_t fun, void* userdata);
     std::vector<std::shared_ptr<HostKernel>> host_kernels;  // owned here: the graph's custom ops point at them

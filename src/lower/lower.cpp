@@ -1,6 +1,7 @@
 #include "lower/lower.h"
 #include "o2g_kernels.h"
 
+#include <cstdlib>
 #include <cstring>
 
 namespace onnx2ggml {
@@ -51,9 +52,17 @@ ggml_tensor* LowerCtx::x(int i) {
     return w;
 }
 
+// Test only (the `compare` tests): ONNX2GGML_TEST_PERTURB_NODE=NAME scales the float outputs of the node
+// of that name by 1.01, a planted error that `compare` must find.
+static const char* perturbed_node() {
+    static const char* name = std::getenv("ONNX2GGML_TEST_PERTURB_NODE");
+    return name;
+}
+
 void LowerCtx::set(int i, ggml_tensor* t) {
     if (!has_out(i)) return;
     Value& v = out(i);
+    if (perturbed_node() && node().name == perturbed_node() && t->type == GGML_TYPE_F32 && v.dtype == DType::F32) t = G(b, ggml_scale, t, 1.01f);
     auto ne = to_ne(v.shape);
     for (int k = 0; k < 4; ++k)
         if (t->ne[k] != ne[k])
@@ -80,6 +89,7 @@ ggml_tensor* LowerCtx::fused_behind(int i, Fused kind) {
 }
 
 void LowerCtx::reads_private(int i, ggml_tensor* reader) {
+    if (b.keep_values) return;  // every value stays readable in its plain layout
     ggml_tensor* conv = fused_behind(i, Fused::Private);
     if (!conv || conv->src[0]->type != GGML_TYPE_F32 || (conv->src[1] && conv->src[1]->type != GGML_TYPE_F32)) return;  // oneDNN's
     int v = node().inputs[size_t(i)];

@@ -31,7 +31,8 @@ public:
     ggml_tensor* xc(int i) { return cont(x(i)); }
     // Whether this node is the only reader of input i (not a graph output either): its lowering
     // may then overwrite it in place.
-    bool sole_reader(int i) { return has(i) && readers(node().inputs[i]) == 1; }
+    // (never under Builder::no_inplace: every value then keeps its own memory)
+    bool sole_reader(int i) { return !b.no_inplace && has(i) && readers(node().inputs[i]) == 1; }
     int readers(int value) const { return st_.uses[size_t(value)]; }
     // Whether output i is a graph output (which must own its memory: no in-place view).
     bool graph_output(int i);

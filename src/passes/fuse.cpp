@@ -89,6 +89,12 @@ std::vector<std::string> optimize(Graph& g, const CompileOptions& opts) {
                            {"fuse_groupnorm", fuse_groupnorm},
                            {"fuse_layernorm", fuse_layernorm},
                            {"fuse_softmax_ext", fuse_softmax_ext}};
+    for (const std::string& d : opts.disabled_passes)  // a misspelt name must not silently keep the pass
+        if (std::none_of(std::begin(passes), std::end(passes), [&](const Pass& p) { return d == p.name; })) {
+            std::string names;
+            for (const Pass& p : passes) names += std::string(names.empty() ? "" : ", ") + p.name;
+            bad_input("--disable-pass " + d + ": no such pass (the passes: " + names + ")");
+        }
     for (int round = 0; round < 8; ++round) {
         bool any = false;
         for (const Pass& p : passes) {

@@ -5,6 +5,7 @@
 
 #include "lower/host_kernel.h"
 #include "ops/op.h"
+#include "util/progress.h"
 
 namespace onnx2ggml {
 
@@ -103,9 +104,9 @@ void specialize(Graph& g, const CompileOptions& opts, std::vector<UnsupportedOp>
                 continue;
             }
             bool small = true;
-            for (int i = 0; i < c.nout(); ++i)
+            for (int i = 0; i < c.nout() && !opts.fold_all; ++i)
                 if (c.has_out(i) && c.out(i).has_shape && shape_numel(c.out(i).shape) > def->fold_limit) small = false;
-            if (small && def->work && (all_const || def->shape_only)) small = def->work(c) <= kFoldWork;
+            if (small && def->work && (all_const || def->shape_only) && !opts.fold_all) small = def->work(c) <= kFoldWork;
             if (def->eval && (all_const || def->shape_only) && small) def->eval(c);
             for (int i = 0; i < c.nout(); ++i)
                 if (c.has_out(i) && c.out(i).has_shape && !c.out(i).constant && shape_numel(c.out(i).shape) == 0)
@@ -219,11 +220,28 @@ void lower_graph(Graph& g, Builder& b) {
         st.vmap[g.inputs[k]] = b.input(int(k), t, ne.data(), v.name);
     }
     const Registry& reg = Registry::get();
+    if (b.keep_values) b.node_ops.assign(g.nodes.size(), "");
+    ggml_tensor* last = nullptr;  // the compute context's newest tensor before a node's lowering
+    for (ggml_tensor* t = ggml_get_first_tensor(b.ctx); t; t = ggml_get_next_tensor(b.ctx, t)) last = t;
+    Progress bar("lowering " + g.path, g.nodes.size());
     for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+        bar.update(ni);
         if (!live[ni]) continue;
         Node& n = g.nodes[ni];
         const OpDef* def = reg.find(n.domain, n.op_type);
         LowerCtx c(g, int(ni), st);
+        struct OpsOf {  // when keeping values: the ggml ops this node's lowering made, in order, once each
+            Builder& b; size_t ni; ggml_tensor*& last;
+            ~OpsOf() {
+                if (!b.keep_values) return;
+                std::string& s = b.node_ops[ni];
+                for (ggml_tensor* t = last ? ggml_get_next_tensor(b.ctx, last) : ggml_get_first_tensor(b.ctx); t; t = ggml_get_next_tensor(b.ctx, t)) {
+                    last = t;
+                    std::string op = ggml_op_desc(t);
+                    if (t->op != GGML_OP_NONE && (" " + s + " ").find(" " + op + " ") == std::string::npos) s += (s.empty() ? "" : " ") + op;
+                }
+            }
+        } ops_of{b, ni, last};
         b.comment(n.describe() + " -> " + (c.has_out(0) ? shape_str(c.out(0).shape) : std::string("")));
         // nodes the ggml lowering cannot take run as host kernels (lower/host_kernel.h)
         std::string host_why = !def->lower ? "the operator has no ggml lowering" : "";
@@ -253,6 +271,7 @@ void lower_graph(Graph& g, Builder& b) {
         for (int i = 0; i < c.nout(); ++i)
             if (c.has_out(i) && !st.vmap[n.outputs[i]] && !c.out(i).constant) internal_error(c.where() + ": output " + std::to_string(i) + " was not lowered");
     }
+    b.values = st.vmap;
     for (size_t k = 0; k < g.outputs.size(); ++k) {
         int id = g.outputs[k];
         Value& v = g.values[id];

@@ -16,6 +16,9 @@ struct CompileOptions {
     bool optimize = true;
     std::vector<std::string> disabled_passes;
     std::map<std::string, Tensor> frozen_inputs;  // graph inputs bound to values at compile time (--freeze)
+    // fold every node whose inputs are constants, whatever its size or work: with every input frozen,
+    // the host evaluators compute the whole graph (`compare --reference host`)
+    bool fold_all = false;
 };
 
 struct UnsupportedOp {

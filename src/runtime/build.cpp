@@ -11,7 +11,7 @@ BuiltGraph::~BuiltGraph() {
     if (wctx) ggml_free(wctx);
 }
 
-std::unique_ptr<BuiltGraph> build_graph(Graph& g, bool record, bool f16_weights, WeightShare* share) {
+std::unique_ptr<BuiltGraph> build_graph(Graph& g, bool record, bool f16_weights, WeightShare* share, bool keep_values, bool no_inplace) {
     size_t n = g.nodes.size() + g.values.size() + 64;
     size_t tensors = std::min<size_t>(16 * n, size_t(1) << 20);
     for (;;) {  // the lowering's tensor count is not known up front: grow the contexts until it fits
@@ -26,6 +26,8 @@ std::unique_ptr<BuiltGraph> build_graph(Graph& g, bool record, bool f16_weights,
         bg->b = std::make_unique<Builder>(bg->cctx, bg->wctx, record);
         bg->b->f16_weights = f16_weights;
         bg->b->share = share;
+        bg->b->keep_values = keep_values;
+        bg->b->no_inplace = no_inplace;
         if (share) share->begin(tensors);
         try {
             lower_graph(g, *bg->b);
@@ -43,6 +45,11 @@ std::unique_ptr<BuiltGraph> build_graph(Graph& g, bool record, bool f16_weights,
         bg->gf = ggml_new_graph_custom(bg->cctx, bg->graph_size, false);
         for (ggml_tensor* t : bg->b->outputs)
             if (t) ggml_build_forward_expand(bg->gf, t);
+        for (ggml_tensor* t : bg->b->values)  // kept: their memory is never reused for later tensors
+            if (t) {
+                ggml_set_output(t->view_src ? t->view_src : t);
+                ggml_build_forward_expand(bg->gf, t);
+            }
         return bg;
     }
 }

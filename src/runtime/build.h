@@ -24,7 +24,10 @@ struct BuiltGraph {
 
 // f16_weights: MatMul/Gemm/Conv weights stored as F16 (--weights f16). share: where the
 // initializers' weights live when several graphs of the model share them (see WeightShare).
-std::unique_ptr<BuiltGraph> build_graph(Graph& g, bool record, bool f16_weights = false, WeightShare* share = nullptr);
+// keep_values: every value's tensor is a graph output too, readable after a run (Builder::keep_values).
+// no_inplace: Builder::no_inplace.
+std::unique_ptr<BuiltGraph> build_graph(Graph& g, bool record, bool f16_weights = false, WeightShare* share = nullptr, bool keep_values = false,
+                                        bool no_inplace = false);
 
 // "OP_NAME" -> count of the ggml graph's nodes
 std::map<std::string, int> ggml_op_histogram(const ggml_cgraph* gf);

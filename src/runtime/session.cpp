@@ -9,6 +9,7 @@
 #include "lower/host_kernel.h"
 #include "o2g_onednn.h"
 #include "o2g_runtime.h"
+#include "util/progress.h"
 #include "util/error.h"
 #include "util/limits.h"
 
@@ -96,7 +97,8 @@ void WeightPool::publish() {
 
 void Session::init(const SessionOptions& opts) {
     Graph& g = g_;
-    bg_ = build_graph(g, false, opts.f16_weights, opts.pool);
+    keep_values_ = opts.keep_values;
+    bg_ = build_graph(g, false, opts.f16_weights, opts.pool, opts.keep_values, opts.no_inplace);
     for (size_t k = 0; k < g.outputs.size(); ++k)  // kept before release_host_constants drops initializers
         if (!bg_->b->outputs[k] && g.values[g.outputs[k]].constant) host_outs_[k] = *g.values[g.outputs[k]].constant;
     threads_ = opts.threads;
@@ -119,7 +121,10 @@ void Session::init(const SessionOptions& opts) {
         if (opts.release_host_constants)
             for (auto& v : g.values)
                 if (v.is_initializer) v.constant.reset();
+        Progress bar("uploading weights", bg_->b->weights.size());
+        size_t done = 0;
         for (auto& w : bg_->b->weights) {
+            bar.update(done++);
             Tensor d = w.data();
             ggml_backend_tensor_set(w.t, d.data(), 0, ggml_nbytes(w.t));
             w.host = Tensor();
@@ -220,6 +225,63 @@ SchedStats Session::sched_stats() const {
             }
     }
     return st;
+}
+
+std::string Session::node_ops(int node) const {
+    const auto& ops = bg_->b->node_ops;
+    return size_t(node) < ops.size() ? ops[size_t(node)] : "";
+}
+
+std::string Session::tensor_backend(const ggml_tensor* t) const {
+    if (!t) return "";
+    const ggml_tensor* base = t->view_src ? t->view_src : t;
+    if (base->op == GGML_OP_CUSTOM) return "host";  // a host kernel (lower/host_kernel.h)
+    if (base->op == GGML_OP_NONE || !sched_) return "";
+    ggml_backend_t be = ggml_backend_sched_get_tensor_backend(sched_, const_cast<ggml_tensor*>(base));
+    return be ? ggml_backend_name(be) : "";
+}
+
+std::string Session::value_backend(int id) const {
+    const auto& vals = bg_->b->values;
+    return size_t(id) < vals.size() ? tensor_backend(vals[size_t(id)]) : "";
+}
+
+// whether a node after `t` in the graph writes into t's memory (an in-place op on it or on a view of it)
+static bool overwritten_later(const ggml_cgraph* gf, const ggml_tensor* t) {
+    ggml_cgraph* g = const_cast<ggml_cgraph*>(gf);
+    const ggml_tensor* base = t->view_src ? t->view_src : t;
+    bool after = t->op == GGML_OP_NONE;  // an input or weight: every node comes after it
+    for (int i = 0; i < ggml_graph_n_nodes(g); ++i) {
+        const ggml_tensor* n = ggml_graph_node(g, i);
+        if (n == t) { after = true; continue; }
+        bool view = n->op == GGML_OP_VIEW || n->op == GGML_OP_RESHAPE || n->op == GGML_OP_PERMUTE || n->op == GGML_OP_TRANSPOSE;
+        if (after && n->view_src == base && !view) return true;
+    }
+    return false;
+}
+
+std::optional<Tensor> Session::value(int id, std::string* why) const {
+    const auto& vals = bg_->b->values;
+    const Value& v = g_.values[size_t(id)];
+    ggml_tensor* t = size_t(id) < vals.size() ? vals[size_t(id)] : nullptr;
+    auto none = [&](const std::string& w) -> std::optional<Tensor> { if (why) *why = w; return std::nullopt; };
+    if (!keep_values_) return none("the session does not keep values (SessionOptions::keep_values)");
+    if (!t) return none(v.constant ? "folded on the host" : "no ggml tensor (fused away)");
+    if (!t->buffer) return none("not computed");
+    if (overwritten_later(bg_->gf, t)) return none("overwritten in place by a later node");
+    if (ggml_nelements(t) != shape_numel(v.shape)) return none("held in another shape");
+    if (ggml_blck_size(t->type) != 1) return none(std::string("held as ") + ggml_type_name(t->type));
+    const size_t es = ggml_type_size(t->type);
+    std::vector<uint8_t> raw(ggml_nbytes(t)), packed(size_t(ggml_nelements(t)) * es);
+    ggml_backend_tensor_get(t, raw.data(), 0, raw.size());
+    uint8_t* q = packed.data();  // ONNX's row-major order is ggml's ne[3], ne[2], ne[1], ne[0]
+    for (int64_t i3 = 0; i3 < t->ne[3]; ++i3)
+        for (int64_t i2 = 0; i2 < t->ne[2]; ++i2)
+            for (int64_t i1 = 0; i1 < t->ne[1]; ++i1)
+                for (int64_t i0 = 0; i0 < t->ne[0]; ++i0, q += es)
+                    std::memcpy(q, raw.data() + i0 * t->nb[0] + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3], es);
+    Tensor r = from_storage(packed.data(), t->type, v.dtype, v.shape);
+    return r;
 }
 
 Session::~Session() { release(); }

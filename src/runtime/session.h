@@ -3,6 +3,7 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@ struct SessionOptions {
     bool release_host_constants = false;
     WeightPool* pool = nullptr;         // initializers' weights shared with other sessions of the model
     uint64_t held_bytes = 0;           // memory held elsewhere (other sessions), counted in --max-memory checks
+    bool keep_values = false;          // every intermediate value readable after run (Session::value; `compare`)
+    bool no_inplace = false;           // no in-place writes across nodes (keep_values then sees every value)
 };
 
 // The weights that several sessions of one model share (the Builder's WeightShare): the tensors a
@@ -95,6 +98,18 @@ public:
     std::vector<ProfileRow> profile() const;  // by time, largest first
     std::vector<ProfileNode> profile_nodes() const;  // by time, largest first
     SchedStats sched_stats() const;
+    // With SessionOptions::keep_values, after run: the value `id` of the graph as the last run computed it.
+    // None when no ggml tensor holds it (a folded constant, a value fused away) or when a later node
+    // overwrote its memory in place (a bias, activation or residual sum written onto a convolution's
+    // output): `why` says which.
+    std::optional<Tensor> value(int id, std::string* why) const;
+    // The ggml ops the lowering of graph node `node` made ("" when none; keep_values only).
+    std::string node_ops(int node) const;
+    // Where value `id` is computed: a backend's name, "host" for a host kernel, "" for none (a
+    // constant, an input, a value fused away). The ggml graph and the backend of one of its tensors.
+    std::string value_backend(int id) const;
+    const ggml_cgraph* ggml_graph() const { return bg_->gf; }
+    std::string tensor_backend(const ggml_tensor* t) const;
 
 private:
     void init(const SessionOptions& opts);
@@ -108,6 +123,7 @@ private:
     ggml_backend_sched_t sched_ = nullptr;
     struct Prof;
     std::unique_ptr<Prof> prof_;
+    bool keep_values_ = false;
 };
 
 }  // namespace onnx2ggml

@@ -74,4 +74,15 @@ if "$bin" run "$ex/model.onnx" --input "input=$ex/input.npy" --then --input "inp
    matches out/a/b/0 && matches out/a/b/1; then ok "run --then: out/a/b/0 and out/a/b/1"
 else cat "$work/err"; fail "run --then --output-dir out/a/b"; fi
 
+# progress bars (issue 21 item 3): drawn on a terminal (here `script`'s pseudo-terminal; the delay set to 0
+# for the test), never into a pipe or a file, never with --quiet
+gen2="$work/gen2"
+if ! script -qec true /dev/null >/dev/null 2>&1; then echo "note: no pseudo-terminal here (script failed): the terminal case is checked as a pipe only"; fi
+ONNX2GGML_PROGRESS_DELAY_MS=0 script -qec "'$bin' compile '$ex/model.onnx' -o '$gen2'" /dev/null >"$work/tty.out" 2>&1
+ONNX2GGML_PROGRESS_DELAY_MS=0 "$bin" compile "$ex/model.onnx" -o "$gen2" >"$work/pipe.out" 2>&1
+ONNX2GGML_PROGRESS_DELAY_MS=0 script -qec "'$bin' compile '$ex/model.onnx' -o '$gen2' --quiet" /dev/null >"$work/quiet.out" 2>&1
+if { ! script -qec true /dev/null >/dev/null 2>&1 || grep -q "writing .*model.gguf \[#*\] 100%" "$work/tty.out"; } && ! grep -q "\[#" "$work/pipe.out" && ! grep -q "\[#" "$work/quiet.out" &&
+   grep -q "^wrote" "$work/pipe.out"; then ok "progress bars on a terminal only, not with --quiet"
+else cat -v "$work/tty.out" "$work/pipe.out" "$work/quiet.out"; fail "progress bars"; fi
+
 if [ $fails = 0 ]; then echo "cli_test: all passed"; else echo "cli_test: $fails failed"; exit 1; fi

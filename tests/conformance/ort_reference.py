@@ -129,7 +129,7 @@ def main():
     manifest = os.path.join(a.work, "manifest.json")
     json.dump([j for _, j, _ in jobs], open(manifest, "w"))
     env = dict(os.environ, NODE_PATH=mod)
-    subprocess.run(["node", os.path.join(HERE, "ort_run.js"), manifest], env=env, check=True)
+    subprocess.run(["node", os.path.join(HERE, "..", "..", "scripts", "ort_run.js"), manifest], env=env, check=True)
     for key, job, expected in jobs:
         res[key] = verdict(job, expected)
     version = json.load(open(os.path.join(mod, "onnxruntime-node", "package.json")))["version"]
