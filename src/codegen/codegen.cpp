@@ -139,6 +139,7 @@ EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& 
     write_text(outdir + "/o2g_info.h", templates::get("o2g_info.h"));
     write_text(outdir + "/o2g_kernels.h", templates::get("o2g_kernels.h"));
     write_text(outdir + "/o2g_onednn.h", templates::get("o2g_onednn.h"));
+    write_text(outdir + "/o2g_runtime.h", templates::get("o2g_runtime.h"));
     std::string cm = templates::get("CMakeLists.txt");
     const std::string key = "@GGML_SOURCE_DIR@";
     for (size_t p; (p = cm.find(key)) != std::string::npos;) cm.replace(p, key.size(), ONNX2GGML_GGML_DIR);

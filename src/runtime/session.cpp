@@ -1,65 +1,26 @@
 #include "runtime/session.h"
 
-#include <strings.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <mutex>
-#include <thread>
 
 #include "ggml-alloc.h"
 #include "lower/host_kernel.h"
 #include "o2g_onednn.h"
+#include "o2g_runtime.h"
 #include "util/progress.h"
 #include "util/error.h"
 #include "util/limits.h"
 
 namespace onnx2ggml {
 
-std::vector<std::string> backend_names() {
-    std::vector<std::string> r;
-    for (size_t i = 0; i < ggml_backend_dev_count(); ++i) r.push_back(ggml_backend_dev_name(ggml_backend_dev_get(i)));
-    return r;
-}
-
-static void set_threads(ggml_backend_t be, int threads) {
-    ggml_backend_dev_t dev = ggml_backend_get_device(be);
-    ggml_backend_reg_t reg = dev ? ggml_backend_dev_backend_reg(dev) : nullptr;
-    if (!reg) return;
-    auto fn = reinterpret_cast<ggml_backend_set_n_threads_t>(ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_n_threads"));
-    if (fn) fn(be, threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency())));
-}
-
-// `auto`: a GPU (or integrated GPU) if ggml has one, else the fastest CPU path: the oneDNN
-// backend when built in (ggml's CPU backend takes the nodes it does not), else ggml's CPU backend.
-static ggml_backend_t init_auto() {
-    for (auto type : {GGML_BACKEND_DEVICE_TYPE_GPU, GGML_BACKEND_DEVICE_TYPE_IGPU})
-        if (ggml_backend_dev_t d = ggml_backend_dev_by_type(type)) return ggml_backend_dev_init(d, nullptr);
-    if (ggml_backend_dev_t d = ggml_backend_dev_by_name("oneDNN")) return ggml_backend_dev_init(d, nullptr);
-    return ggml_backend_init_by_type(GGML_BACKEND_DEVICE_TYPE_CPU, nullptr);
-}
+std::vector<std::string> backend_names() { return o2g_runtime::backend_names(); }
 
 ggml_backend_t init_backend(const std::string& name, int threads) {
-#ifdef O2G_USE_ONEDNN
-    o2g_onednn::register_backend();
-#endif
-    ggml_backend_t be = nullptr;
-    if (name == "auto") {
-        be = init_auto();
-    } else {
-        for (size_t i = 0; i < ggml_backend_dev_count() && !be; ++i) {
-            ggml_backend_dev_t d = ggml_backend_dev_get(i);
-            std::string dn = ggml_backend_dev_name(d);
-            if (strncasecmp(dn.c_str(), name.c_str(), name.size()) == 0 && !name.empty()) be = ggml_backend_dev_init(d, nullptr);
-        }
-    }
-    if (!be) {
-        std::string avail;
-        for (auto& n : backend_names()) avail += (avail.empty() ? "" : ", ") + n;
-        bad_input("backend '" + name + "' is not available (this build has: " + avail + ", auto)");
-    }
-    set_threads(be, threads);
+    std::string err;
+    ggml_backend_t be = o2g_runtime::init_backend(name, threads, &err);
+    if (!be) bad_input(err);
     return be;
 }
 
@@ -140,6 +101,7 @@ void Session::init(const SessionOptions& opts) {
     bg_ = build_graph(g, false, opts.f16_weights, opts.pool, opts.keep_values, opts.no_inplace);
     for (size_t k = 0; k < g.outputs.size(); ++k)  // kept before release_host_constants drops initializers
         if (!bg_->b->outputs[k] && g.values[g.outputs[k]].constant) host_outs_[k] = *g.values[g.outputs[k]].constant;
+    threads_ = opts.threads;
     backend_ = init_backend(opts.backend, opts.threads);
     bool is_cpu = ggml_backend_dev_type(ggml_backend_get_device(backend_)) == GGML_BACKEND_DEVICE_TYPE_CPU;
     if (!is_cpu) cpu_ = init_backend("cpu", opts.threads);
@@ -383,6 +345,7 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) {
             ggml_backend_tensor_set(gt, i32.data(), 0, ggml_nbytes(gt));
         }
     }
+    if (sched_ && threads_ <= 0) o2g_runtime::set_threads_now(backend_, cpu_);  // cores free now
     if (sched_ && ggml_backend_sched_graph_compute(sched_, bg_->gf) != GGML_STATUS_SUCCESS) fail(kExitInternal, "graph compute failed");
     for (auto& k : bg_->b->host_kernels) {  // a host kernel that failed (e.g. an index out of range in the data)
         std::lock_guard<std::mutex> l(k->m);

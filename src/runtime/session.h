@@ -17,7 +17,7 @@ class WeightPool;
 
 struct SessionOptions {
     std::string backend = "auto";  // a ggml device name (case-insensitive prefix), "cpu" (pure ggml) or "auto"
-    int threads = 0;              // 0 = all cores
+    int threads = 0;              // 0 = the usable cores not busy elsewhere, taken at every run (o2g_runtime.h)
     bool f16_weights = false;     // MatMul/Gemm/Conv weights stored as F16 (--weights f16)
     // Drop the graph's initializer data once the weights are uploaded (the graph cannot be
     // lowered again afterwards): peak memory is then one copy of the weights.
@@ -118,6 +118,7 @@ private:
     std::unique_ptr<BuiltGraph> bg_;
     std::map<size_t, Tensor> host_outs_;  // outputs returned as host values (strings, wide int64 constants)
     ggml_backend_t backend_ = nullptr, cpu_ = nullptr;
+    int threads_ = 0;  // SessionOptions::threads: 0 = taken again before every compute (o2g_runtime.h)
     ggml_backend_buffer_t wbuf_ = nullptr;
     ggml_backend_sched_t sched_ = nullptr;
     struct Prof;

@@ -10,8 +10,6 @@
 #include <filesystem>
 #include <map>
 #include <string>
-#include <strings.h>
-#include <thread>
 #include <vector>
 
 #include "ggml-alloc.h"
@@ -22,6 +20,7 @@
 #include "npy.h"
 #include "o2g_info.h"
 #include "o2g_onednn.h"
+#include "o2g_runtime.h"
 
 #ifndef MODEL_GGUF_DEFAULT
 #define MODEL_GGUF_DEFAULT "model.gguf"
@@ -42,8 +41,6 @@ static std::string json_escape(const std::string& s) {
     return r;
 }
 
-// `auto`: a GPU if ggml has one, else the oneDNN backend when built in (-DO2G_ONEDNN=ON), else
-// ggml's CPU backend (the same choice as `onnx2ggml run --backend auto`).
 // no --output-dir: one line per output (name, dtype, shape, min/max/mean, the first values), as `onnx2ggml run`
 static void print_summary(const char* name, const npy::Array& a) {
     size_t n = 1;
@@ -69,31 +66,6 @@ static void print_summary(const char* name, const npy::Array& a) {
         if (n > 6) line += " ...";
     }
     printf("%s\n", line.c_str());
-}
-
-static ggml_backend_t init_auto() {
-    for (auto type : {GGML_BACKEND_DEVICE_TYPE_GPU, GGML_BACKEND_DEVICE_TYPE_IGPU})
-        if (ggml_backend_dev_t d = ggml_backend_dev_by_type(type)) return ggml_backend_dev_init(d, nullptr);
-    if (ggml_backend_dev_t d = ggml_backend_dev_by_name("oneDNN")) return ggml_backend_dev_init(d, nullptr);
-    return ggml_backend_init_by_type(GGML_BACKEND_DEVICE_TYPE_CPU, nullptr);
-}
-
-static ggml_backend_t init_backend(const std::string& name, int threads) {
-    ggml_backend_load_all();
-#ifdef O2G_USE_ONEDNN
-    o2g_onednn::register_backend();
-#endif
-    ggml_backend_t be = nullptr;
-    if (name.empty() || name == "auto") be = init_auto();
-    for (size_t i = 0; i < ggml_backend_dev_count() && !be; ++i) {
-        ggml_backend_dev_t d = ggml_backend_dev_get(i);
-        if (strncasecmp(ggml_backend_dev_name(d), name.c_str(), name.size()) == 0) be = ggml_backend_dev_init(d, nullptr);
-    }
-    if (!be) die("backend '" + name + "' is not available");
-    ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(ggml_backend_get_device(be));
-    auto fn = reinterpret_cast<ggml_backend_set_n_threads_t>(ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_n_threads"));
-    if (fn) fn(be, threads > 0 ? threads : int(std::thread::hardware_concurrency()));
-    return be;
 }
 
 int main(int argc, char** argv) {
@@ -139,9 +111,12 @@ int main(int argc, char** argv) {
     }
     if (!input_files.empty()) die("'" + input_files.begin()->first + "' is not an input of the model");
 
-    ggml_backend_t backend = init_backend(backend_name, threads);
+    // backend selection and threads as `onnx2ggml run` (o2g_runtime.h)
+    std::string err;
+    ggml_backend_t backend = o2g_runtime::init_backend(backend_name, threads, &err);
+    if (!backend) die(err);
     ggml_backend_t cpu = nullptr;
-    if (ggml_backend_dev_type(ggml_backend_get_device(backend)) != GGML_BACKEND_DEVICE_TYPE_CPU) cpu = init_backend("cpu", threads);
+    if (ggml_backend_dev_type(ggml_backend_get_device(backend)) != GGML_BACKEND_DEVICE_TYPE_CPU) cpu = o2g_runtime::init_backend("cpu", threads, &err);
 
     // weights from the GGUF file into one backend buffer
     ggml_context* wctx = nullptr;
@@ -210,6 +185,7 @@ int main(int argc, char** argv) {
             ggml_backend_tensor_set(in[k], a.data.data(), 0, ggml_nbytes(in[k]));
         }
     }
+    if (threads <= 0) o2g_runtime::set_threads_now(backend, cpu);
     if (ggml_backend_sched_graph_compute(sched, gf) != GGML_STATUS_SUCCESS) die("graph compute failed");
 
     if (!out_dir.empty()) {  // mkdir -p: the output folder and its parents
