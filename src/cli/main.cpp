@@ -47,7 +47,8 @@ const char* kUsage =
     "  --version (onnx2ggml's version and commit, ggml's and oneDNN's, the backends and their devices)\n"
     "dynamic dims are taken from the --input files (--input-shape: for --random-inputs and compile)\n"
     "common: --max-memory SIZE (e.g. 4G; default: physical memory), --freeze NAME=FILE.npy (bind a graph input to a value at compile time), --no-optimize, --disable-pass NAME,\n"
-    "        --weights f32|f16 (MatMul/Gemm/Conv weights stored as F16 in the runtime and the GGUF; default f32)\n"
+    "        --weights f32|f16|q8_0|q5_0|q5_1|q4_0|q4_1|q2_K|q3_K|q4_K|q5_K|q6_K (how MatMul/Gemm/Conv weights are stored in the\n"
+    "          runtime and the GGUF; default f32; convolution kernels stay f16 under the quantized types)\n"
     "        --quiet (no progress bars; they are drawn on a terminal only, for steps longer than half a second)\n"
     "exit codes: 0 ok, 1 numeric mismatch, 2 bad usage or input, 3 unsupported model, 4 internal error\n";
 
@@ -64,9 +65,10 @@ struct Args {
     CompileOptions copts;
     int threads = 0, repeat = 10, warmup = 2;
     size_t max_specs = 8;
-    bool json = false, ggml = false, has_seed = false, f16 = false, profile = false, verbose = false;
+    bool json = false, ggml = false, has_seed = false, profile = false, verbose = false;
     uint64_t seed = 0;
     double rtol = 1e-3, atol = 1e-7;
+    ggml_type weights = GGML_TYPE_F32;  // --weights
     std::string reference = "host";  // compare
     std::string dot, svg;            // inspect, compare: pictures
     bool no_inplace = false;         // compare
@@ -140,8 +142,8 @@ Args parse(int argc, char** argv) {
         else if (s == "--no-optimize") a.copts.optimize = false;
         else if (s == "--weights") {
             std::string w = next();
-            if (w != "f16" && w != "f32") bad_input("--weights takes f32 or f16, not '" + w + "'");
-            a.f16 = w == "f16";
+            a.weights = weight_type_by_name(w);
+            if (a.weights == GGML_TYPE_COUNT) bad_input("--weights takes " + weight_type_names() + ", not '" + w + "'");
         }
         else if (s == "--disable-pass") a.copts.disabled_passes.push_back(next());
         else if (s == "-h" || s == "--help") { std::cout << kUsage; exit(0); }
@@ -204,7 +206,7 @@ std::vector<Tensor> gather_inputs(const SpecializingSession& s, const Args& a, c
 
 // The session of run/check/bench: the model specialized per input set (shapes and control values).
 std::unique_ptr<SpecializingSession> open_session(const Args& a, bool release_host_constants) {
-    SessionOptions so{a.backend, a.threads, a.f16, release_host_constants};
+    SessionOptions so{a.backend, a.threads, a.weights, release_host_constants};
     auto s = std::make_unique<SpecializingSession>(load_onnx(a.model), a.copts, so, a.max_specs);
     s->set_verbose(a.verbose);
     if (a.sets.size() == 1) s->expect_one_signature();
@@ -241,7 +243,7 @@ int cmd_inspect(const Args& a) {
     if ((!a.dot.empty() || !a.svg.empty()) && shapes_ok) {
         // colored by backend when the graph builds; the graph's own structure otherwise
         if (bad.empty()) {
-            Session s(g, SessionOptions{a.backend, a.threads, a.f16});
+            Session s(g, SessionOptions{a.backend, a.threads, a.weights});
             DotOptions d;
             d.session = &s;
             write_pictures(a, a.ggml ? ggml_graph_dot(s) : onnx_graph_dot(g, d));
@@ -444,7 +446,7 @@ int cmd_run(const Args& a) {
 int cmd_compile(const Args& a) {
     if (a.outdir.empty()) bad_input("compile needs -o OUTDIR");
     Graph g = prepare(a.model, a.copts);
-    EmitReport r = emit_project(g, a.outdir, a.model, a.f16);
+    EmitReport r = emit_project(g, a.outdir, a.model, a.weights);
     std::cout << "wrote " << a.outdir << ": model.cpp (" << r.lines << " lines), model.h, main.cpp, npy.h, o2g_info.h, o2g_kernels.h, o2g_onednn.h, CMakeLists.txt, model.gguf ("
               << r.weights << " weights, " << r.weight_bytes << " bytes)\n"
               << "build: cmake -S " << a.outdir << " -B " << a.outdir << "/build && cmake --build " << a.outdir << "/build\n";
@@ -497,7 +499,7 @@ int cmd_compare(const Args& a) {
     CompareOptions o;
     o.reference = a.reference;
     o.tolerance = a.tolerance;
-    o.session = SessionOptions{a.backend, a.threads, a.f16};
+    o.session = SessionOptions{a.backend, a.threads, a.weights};
     o.session.no_inplace = a.no_inplace;
     o.copts = a.copts;
     o.picture = !a.dot.empty() || !a.svg.empty();

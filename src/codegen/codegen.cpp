@@ -84,7 +84,7 @@ static std::string io_table(const Graph& g, const std::vector<int>& ids, const c
     return s.str();
 }
 
-EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& model_path, bool f16_weights) {
+EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& model_path, ggml_type weight_type) {
     for (int id : g.inputs)
         if (g.values[id].shape.size() > 8) unsupported(g.path + ": input rank above 8");
     for (int id : g.outputs)
@@ -96,7 +96,7 @@ EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& 
             if (!device_computable(g.values[id].dtype))
                 unsupported(g.path + ": graph " + (ids == &g.inputs ? "input '" : "output '") + g.values[id].name + "' has dtype " +
                             dtype_name(g.values[id].dtype) + ": generated programs take float32, bool, int32 and int64 tensors (`run` takes all)");
-    auto bg = build_graph(g, true, f16_weights);
+    auto bg = build_graph(g, true, weight_type);
     Builder& b = *bg->b;
     for (size_t k = 0; k < g.outputs.size(); ++k)
         if (!b.outputs[k] && shape_numel(g.values[g.outputs[k]].shape) > 0)

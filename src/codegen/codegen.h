@@ -3,13 +3,15 @@
 #pragma once
 #include <string>
 
+#include "ggml.h"
+
 #include "ir/graph.h"
 
 namespace onnx2ggml {
 
 struct EmitReport { size_t weights = 0, weight_bytes = 0, lines = 0; };
 
-EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& model_path, bool f16_weights = false);
+EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& model_path, ggml_type weight_type = GGML_TYPE_F32);
 
 // GGUF weights writer (also used by the tests' round trip): the tensor data is written one
 // weight at a time (Weight::data), after the header.

@@ -37,8 +37,29 @@ void Builder::emit(ggml_tensor* r, const char* fn, std::vector<std::string> args
     vars_[r] = v;
 }
 
+static const ggml_type kWeightTypes[] = {GGML_TYPE_F32,  GGML_TYPE_F16,  GGML_TYPE_Q8_0, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q4_0,
+                                         GGML_TYPE_Q4_1, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K};
+
+ggml_type weight_type_by_name(const std::string& name) {
+    for (ggml_type t : kWeightTypes)
+        if (name == ggml_type_name(t)) return t;
+    return GGML_TYPE_COUNT;
+}
+
+std::string weight_type_names() {
+    std::string r;
+    for (ggml_type t : kWeightTypes) r += std::string(r.empty() ? "" : ", ") + ggml_type_name(t);
+    return r;
+}
+
 Tensor Weight::data() const {
     Tensor h = transpose ? host.transposed_last2() : host;
+    if (ggml_is_quantized(t->type)) {  // ggml's quantizer, row by row (a row: ne[0] elements)
+        Tensor f = h.cast(DType::F32);
+        Tensor q = Tensor::zeros(DType::U8, {int64_t(ggml_nbytes(t))});
+        ggml_quantize_chunk(t->type, f.ptr<float>(), q.data(), 0, ggml_nrows(t), t->ne[0], nullptr);
+        return q;
+    }
     switch (t->type) {
         case GGML_TYPE_F32: h = h.cast(DType::F32); break;
         case GGML_TYPE_F16: h = h.cast(DType::F16); break;

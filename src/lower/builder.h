@@ -56,7 +56,10 @@ public:
     // `shareable`: host is an initializer's value, the same in every specialization of the model
     ggml_tensor* weight(const Tensor& host, ggml_type type, const std::string& onnx_name, bool transpose = false, bool shareable = false);
     WeightShare* share = nullptr;  // where shareable weights live (none: every weight is this graph's)
-    bool f16_weights = false;  // store MatMul/Gemm/Conv weights as F16 (--weights f16)
+    // How the float MatMul/Gemm/Conv weights are stored (--weights): F32, F16 or one of ggml's quantized
+    // types (a matrix whose rows do not divide into the type's blocks stays F16, and so do convolution
+    // kernels under a quantized type: LowerCtx::matrix_weight)
+    ggml_type weight_type = GGML_TYPE_F32;
     // `compare`: keep every value readable after a run: plain layouts only (no backend-private
     // layouts between nodes); lower_graph then fills `values` and `node_ops`
     bool keep_values = false;
@@ -108,6 +111,11 @@ private:
 };
 
 #define G(b, fn, ...) (b).call(#fn, fn, __VA_ARGS__)
+
+// --weights: a type by its ggml name ("f32", "f16", "q8_0", "q4_K", ...; GGML_TYPE_COUNT when not one of
+// weight_type_names()).
+ggml_type weight_type_by_name(const std::string& name);
+std::string weight_type_names();  // "f32, f16, q8_0, ..."
 
 // C++ text helpers shared with the code generator.
 std::string cpp_string_literal(const std::string& s);   // escaped, inert for any input

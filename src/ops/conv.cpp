@@ -49,7 +49,7 @@ void lower_conv(Lc& c) {
     }
     int64_t C = x4[1], M = w4[0];
     bool depthwise = group == C && M == C && group > 1;
-    ggml_tensor* w = c.is_const(1) && !depthwise ? c.matrix_weight(1, w4, false) : c.reshape(c.x(1), w4);
+    ggml_tensor* w = c.is_const(1) && !depthwise ? c.matrix_weight(1, w4, false, true) : c.reshape(c.x(1), w4);
     if (C % group || M % group || w4[1] != C / group) c.fail("weight shape " + shape_str(ws) + " does not match input " + shape_str(xs) + " with group " + std::to_string(group));
     ggml_tensor* y = nullptr;
     if (group == 1) {

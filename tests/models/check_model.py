@@ -37,13 +37,15 @@ def main():
     ap.add_argument("work")
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--threads", default="2")
-    ap.add_argument("--weights", default="f32", choices=["f32", "f16"])
+    ap.add_argument("--weights", default="f32", choices=["f32", "f16", "q8_0", "q5_0", "q5_1", "q4_0", "q4_1", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K"])
     ap.add_argument("--tol", type=float)
     ap.add_argument("--backend", default="cpu", help="backend of `run` (cpu = pure ggml, auto = fastest)")
     ap.add_argument("--keep", action="store_true", help="keep WORKDIR after a pass")
     ap.add_argument("--profile", action="store_true", help="also check `run --profile` (every node computed alone)")
     a = ap.parse_args()
-    tol = a.tol if a.tol is not None else (TOL if a.weights == "f32" else 1e-2)
+    # f16: 1e-2; ggml's quantized kernels also quantize the activations (q8 for src1): 5e-2 for 8-bit, 2e-1 below
+    qtol = {"f32": TOL, "f16": 1e-2, "q8_0": 5e-2, "q6_K": 5e-2}
+    tol = a.tol if a.tol is not None else qtol.get(a.weights, 2e-1)
     model = os.path.join(a.model_dir, "model.onnx")
     meta = os.path.join(a.model_dir, "meta.json")
     if os.path.exists(meta):
