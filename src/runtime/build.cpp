@@ -46,7 +46,7 @@ std::unique_ptr<BuiltGraph> build_graph(Graph& g, bool record, ggml_type weight_
         for (ggml_tensor* t : bg->b->outputs)
             if (t) ggml_build_forward_expand(bg->gf, t);
         for (ggml_tensor* t : bg->b->values)  // kept: their memory is never reused for later tensors
-            if (t) {
+            if (t && keep_values) {
                 ggml_set_output(t->view_src ? t->view_src : t);
                 ggml_build_forward_expand(bg->gf, t);
             }
