@@ -39,7 +39,8 @@ const char* kUsage =
     "                [--threads N] [--profile] [--verbose] [--max-specializations N]\n"
     "  compile MODEL -o OUTDIR [--input-shape NAME=DIMS ...]\n"
     "  check   MODEL --input NAME=FILE.npy ... --expect NAME=FILE.npy ... [--then --input ... --expect ...] [--rtol R] [--atol A]\n"
-    "  check   TESTDIR   (an ONNX backend-test folder: model.onnx + test_data_set_*/)\n"
+    "  check   TESTDIR [--reference host]  (an ONNX backend-test folder: model.onnx + test_data_set_*/; --reference host:\n"
+    "          the outputs of compare's host reference, float64 host evaluators, instead of ggml's)\n"
     "  bench   MODEL [--input ... | --random-inputs SEED] [--repeat N] [--warmup W] [--threads N] [--backend B]\n"
     "  compare MODEL [--input ... | --random-inputs SEED] [--reference host|ort|DIR] [--tolerance T] [--json] [--backend B] [--svg FILE] [--no-inplace]\n"
     "          (every intermediate value against a reference; marks the first node that diverges)\n"
@@ -69,7 +70,8 @@ struct Args {
     uint64_t seed = 0;
     double rtol = 1e-3, atol = 1e-7;
     ggml_type weights = GGML_TYPE_F32;  // --weights
-    std::string reference = "host";  // compare
+    std::string reference = "host";  // compare; check TESTDIR --reference host
+    bool reference_given = false;
     std::string dot, svg;            // inspect, compare: pictures
     bool no_inplace = false;         // compare
     double tolerance = 1e-4;         // compare
@@ -123,7 +125,7 @@ Args parse(int argc, char** argv) {
         else if (s == "--atol") a.atol = num(next());
         else if (s == "--max-memory") set_memory_limit(parse_size(next()));
         else if (s == "--json") a.json = true;
-        else if (s == "--reference") a.reference = next();
+        else if (s == "--reference") a.reference = next(), a.reference_given = true;
         else if (s == "--dot") a.dot = next();
         else if (s == "--no-inplace") a.no_inplace = true;
         else if (s == "--quiet") set_progress_quiet(true);
@@ -575,6 +577,24 @@ int cmd_check(const Args& a) {
             }
             // dynamic dims take the test data's shapes; inputs that an op needs as compile-time values
             // (Reshape's shape, Resize's scales, ...) are found by the session and frozen to this set's values
+            std::vector<Tensor> exp;
+            for (auto& f : list_dir(sd, "output_")) exp.push_back(load_tensor_pb(sd + "/" + f));
+            if (a.reference_given) {  // the host reference's outputs (they are checked as ggml's would be)
+                if (a.reference != "host") bad_input("check TESTDIR takes --reference host only");
+                std::string gaps;
+                auto host = host_values(model, values, a.copts, &gaps);
+                std::vector<Tensor> outs;
+                for (size_t k = 0; k < exp.size() && k < g0.outputs.size(); ++k) exp[k] = bf16_bits(exp[k], g0.values[g0.outputs[k]].dtype);
+                for (size_t k = 0; k < g0.outputs.size(); ++k) {
+                    auto it = host.find(g0.values[g0.outputs[k]].name);
+                    if (it == host.end()) throw Error(kExitUnsupported, model + ": the host reference cannot compute output '" + g0.values[g0.outputs[k]].name + "':\n" + gaps);
+                    DType want = k < exp.size() ? exp[k].dtype : it->second.dtype;
+                    outs.push_back(it->second.dtype == DType::F64 && want != DType::F64 ? it->second.cast(want) : it->second);
+                }
+                if (exp.size() != outs.size()) bad_input(sd + ": " + std::to_string(exp.size()) + " output files for " + std::to_string(outs.size()) + " graph outputs");
+                all &= report(g0, outs, exp, a, set + " ");
+                continue;
+            }
             std::vector<Tensor> ins;
             for (int id : ss->input_ids()) ins.push_back(values.at(g0.values[id].name));
             auto outs = ss->run(ins);
@@ -586,8 +606,6 @@ int cmd_check(const Args& a) {
                 printf("%s frozen at compile time: %s\n", set.c_str(), f.c_str());
             }
             const Graph& g = ss->last()->graph();
-            std::vector<Tensor> exp;
-            for (auto& f : list_dir(sd, "output_")) exp.push_back(load_tensor_pb(sd + "/" + f));
             for (size_t k = 0; k < exp.size() && k < g.outputs.size(); ++k) exp[k] = bf16_bits(exp[k], g.values[g.outputs[k]].dtype);
             if (exp.size() != g.outputs.size()) bad_input(sd + ": " + std::to_string(exp.size()) + " output files for " + std::to_string(g.outputs.size()) + " graph outputs");
             all &= report(g, outs, exp, a, set + " ");

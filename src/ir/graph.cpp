@@ -39,4 +39,19 @@ int Graph::new_value(const std::string& hint) {
     return value_id(n);
 }
 
+void promote_float64(Graph& g) {
+    g.float64 = true;
+    for (Value& v : g.values) {
+        if (v.dtype == DType::F32) v.dtype = DType::F64;
+        if (v.constant && v.constant->dtype == DType::F32) v.constant = v.constant->cast(DType::F64);
+    }
+    for (Node& n : g.nodes)
+        for (auto& kv : n.attrs)
+            if (kv.second.g) {  // a copy: subgraphs may be shared with other graphs
+                auto sub = std::make_shared<Graph>(*kv.second.g);
+                promote_float64(*sub);
+                kv.second.g = sub;
+            }
+}
+
 }  // namespace onnx2ggml

@@ -64,11 +64,17 @@ struct Graph {
     std::vector<int> inputs, outputs;        // graph inputs exclude initializers
     std::unordered_map<std::string, int> by_name;
     std::vector<std::string> free_vars;      // subgraphs: names read from the graphs around them
+    // compare's host reference: float32 is computed as float64 (OpCtx::set_out/set_const promote it), so
+    // the reference does not share float32's rounding with the values it checks (promote_float64)
+    bool float64 = false;
 
     int value_id(const std::string& name);   // creates the value if missing
     int find(const std::string& name) const; // -1 if missing
     int64_t opset(const std::string& domain) const;
     int new_value(const std::string& hint);  // fresh, unique name
 };
+
+// Makes every float32 value of g (and of its subgraphs) float64 and sets Graph::float64.
+void promote_float64(Graph& g);
 
 }  // namespace onnx2ggml

@@ -436,6 +436,21 @@ void register_binary(Registry& r) {
                 c.fail("slope " + shape_str(c.shape(1)) + " does not broadcast to the input " + shape_str(c.shape(0)));
             infer_same(c);
         };
+        d.eval = [](OpCtx& c) {  // x < 0 ? slope * x : x, the slope broadcast to x
+            const Tensor& x = c.cval(0);
+            Shape ss = c.shape(1);
+            if (c.opset() < 7 && ss.size() == 1 && c.rank(0) >= 2 && ss[0] == c.shape(0)[1]) {
+                ss = Shape(size_t(c.rank(0) - 1), 1);  // opset 6: one slope per channel
+                ss[0] = c.shape(0)[1];
+            }
+            Tensor slope = broadcast_host(c.cval(1).reshaped(ss), x.shape), y = Tensor::zeros(x.dtype, x.shape);
+            bool flt = dtype_is_float(x.dtype);
+            for (int64_t e = 0; e < x.numel(); ++e) {
+                if (flt) y.setf(e, x.getf(e) < 0 ? slope.getf(e) * x.getf(e) : x.getf(e));
+                else y.seti(e, x.geti(e) < 0 ? slope.geti(e) * x.geti(e) : x.geti(e));
+            }
+            c.set_const(0, y);
+        };
         d.lower = [](Lc& c) {
             ggml_tensor* x = c.xc(0);
             if (c.is_const(1) && c.cval(1).numel() == 1) {
@@ -508,7 +523,14 @@ void register_clip_cast(Registry& r) {
             if (target(c) == DType::String) c.cval(0);
             c.set_out(0, target(c), c.shape(0));
         };
-        d.eval = [target](OpCtx& c) { c.set_const(0, c.cval(0).cast(target(c))); };
+        d.eval = [target](OpCtx& c) {
+            DType to = target(c);
+            const Tensor& x = c.cval(0);
+            // compare's float64 host reference (Graph::float64): float32 stands for float64, so a cast to
+            // float32 does not round, and a cast to string writes float32's shortest digits, as the model's would
+            if (c.graph().float64 && x.dtype == DType::F64 && to == DType::String) return c.set_const(0, x.cast(DType::F32).cast(to));
+            c.set_const(0, x.cast(c.graph().float64 && to == DType::F32 ? DType::F64 : to));
+        };
         d.lower = [target](Lc& c) {
             DType from = c.dtype(0), to = target(c);
             bool same_device_type = ggml_type_for(from) != GGML_TYPE_COUNT && ggml_type_for(from) == ggml_type_for(to);

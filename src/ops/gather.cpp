@@ -83,6 +83,26 @@ Tensor gather_host(OpCtx& c, const std::vector<int64_t>& idx, const Shape& out) 
     return t;
 }
 
+// ReverseSequence: the flat input offset each output position reads (the first sequence_lens[b]
+// steps along time_axis reversed, the rest copied).
+std::function<int64_t(const std::vector<int64_t>&)> reverse_sequence_source(OpCtx& c) {
+    const Shape& s = c.shape(0);
+    if (s.size() < 2) c.fail("input must have rank >= 2, got " + shape_str(s));
+    int64_t bax = c.ai("batch_axis", 1), tax = c.ai("time_axis", 0);
+    if ((bax != 0 && bax != 1) || (tax != 0 && tax != 1) || bax == tax) c.fail("batch_axis and time_axis must be 0 and 1 (either order)");
+    auto lens = c.cints(1);
+    if (int64_t(lens.size()) != s[size_t(bax)]) c.fail("sequence_lens has " + std::to_string(lens.size()) + " values for a batch of " + std::to_string(s[size_t(bax)]));
+    for (int64_t L : lens)
+        if (L < 0 || L > s[size_t(tax)]) c.fail("sequence length " + std::to_string(L) + " is out of range [0, " + std::to_string(s[size_t(tax)]) + "]");
+    auto st = strides_of(s);
+    return [lens, st, bax, tax](const std::vector<int64_t>& pos) {
+        std::vector<int64_t> q = pos;
+        int64_t L = lens[size_t(pos[size_t(bax)])];
+        if (pos[size_t(tax)] < L) q[size_t(tax)] = L - 1 - pos[size_t(tax)];
+        return flat(q, st);
+    };
+}
+
 }  // namespace
 
 O2G_OP_FAMILY(gather) {
@@ -269,6 +289,20 @@ O2G_OP_FAMILY(gather) {
             else out = {int64_t(keep.size())};
         };
         d.infer = [plan](OpCtx& c) { int a; std::vector<int64_t> k; Shape o; plan(c, a, k, o); c.set_out(0, c.dtype(0), o); };
+        d.eval = [plan](OpCtx& c) {
+            int a;
+            std::vector<int64_t> keep;
+            Shape o;
+            plan(c, a, keep, o);
+            bool has_axis = c.has_attr("axis");
+            auto st = strides_of(c.shape(0));
+            c.set_const(0, remap(c.cval(0), o, [&](const std::vector<int64_t>& i) {
+                if (!has_axis) return keep[size_t(i[0])];
+                std::vector<int64_t> q = i;
+                q[size_t(a)] = keep[size_t(i[size_t(a)])];
+                return flat(q, st);
+            }));
+        };
         d.lower = [plan](Lc& c) {
             require_float(c, 0);
             int a;
@@ -286,21 +320,13 @@ O2G_OP_FAMILY(gather) {
         d.min_inputs = 2;
         d.host_inputs = {1};
         d.infer = infer_same;
+        d.eval = [](OpCtx& c) { c.set_const(0, remap(c.cval(0), c.shape(0), reverse_sequence_source(c))); };
         d.lower = [](Lc& c) {  // a gather of single elements with host-computed indices
             require_float(c, 0);
             const Shape& s = c.shape(0);
-            int bax = int(c.ai("batch_axis", 1)), tax = int(c.ai("time_axis", 0));
-            auto lens = c.cints(1);
-            auto st = strides_of(s);
+            auto src = reverse_sequence_source(c);
             std::vector<int64_t> idx(size_t(shape_numel(s)));
-            std::vector<int64_t> pos(s.size(), 0);
-            for (size_t e = 0; e < idx.size(); ++e) {
-                std::vector<int64_t> q = pos;
-                int64_t L = lens.at(size_t(pos[bax]));
-                if (pos[tax] < L) q[tax] = L - 1 - pos[tax];
-                idx[e] = flat(q, st);
-                for (int k = int(s.size()) - 1; k >= 0; --k) { if (++pos[k] < s[k]) break; pos[k] = 0; }
-            }
+            for_grid(s, [&](int64_t e, const std::vector<int64_t>& pos) { idx[size_t(e)] = src(pos); });
             c.set(0, gather_flat(c, c.x(0), s, idx, s));
         };
         r.add(d);

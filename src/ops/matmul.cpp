@@ -114,6 +114,31 @@ void register_matmul_gemm(Registry& r) {
             if (K != K2) c.fail("inner dims differ: " + shape_str(a) + " x " + shape_str(b));
             c.set_out(0, c.dtype(0), {M, N});
         };
+        d.eval = [](OpCtx& c) {  // alpha * A' B' + beta * C, C broadcast to [M, N]
+            const Tensor &A = c.cval(0), &B = c.cval(1);
+            bool ta = c.ai("transA", 0) != 0, tb = c.ai("transB", 0) != 0;
+            double alpha = c.af("alpha", 1.0f), beta = c.af("beta", 1.0f);
+            int64_t M = c.out(0).shape[0], N = c.out(0).shape[1], K = ta ? A.shape[0] : A.shape[1];
+            Shape cs;
+            const Tensor* C = c.has(2) ? &c.cval(2) : nullptr;
+            if (C) {
+                cs = align_rank(c.shape(2), 2);
+                if (c.shape(2).size() > 2 || (cs[0] != 1 && cs[0] != M) || (cs[1] != 1 && cs[1] != N))
+                    c.fail("C of shape " + shape_str(c.shape(2)) + " does not broadcast to [" + std::to_string(M) + ", " + std::to_string(N) + "]");
+            }
+            Tensor t = Tensor::zeros(c.out(0).dtype, {M, N});
+            for (int64_t i = 0; i < M; ++i)
+                for (int64_t j = 0; j < N; ++j) {
+                    double acc = 0;
+                    for (int64_t k = 0; k < K; ++k) acc += A.getf(ta ? k * M + i : i * K + k) * B.getf(tb ? j * K + k : k * N + j);
+                    double y = alpha * acc;
+                    if (C && beta != 0) y += beta * C->getf((cs[0] == 1 ? 0 : i) * cs[1] + (cs[1] == 1 ? 0 : j));
+                    t.setf(i * N + j, y);
+                }
+            c.set_const(0, t);
+        };
+        d.fold_limit = 1 << 16;
+        d.work = [](OpCtx& c) { return double(shape_numel(c.out(0).shape)) * double(c.shape(0)[c.ai("transA", 0) ? 0 : 1]); };
         d.lower = [](Lc& c) {
             bool ta = c.ai("transA", 0) != 0, tb = c.ai("transB", 0) != 0;
             float alpha = c.af("alpha", 1.0f), beta = c.af("beta", 1.0f);

@@ -12,6 +12,26 @@
 namespace onnx2ggml {
 namespace {
 
+// (x - mean) / sqrt(var + eps) of each of `rows` contiguous rows of n values, in double; the rows'
+// means and 1 / sqrt(var + eps) into mean and inv when given.
+std::vector<double> normalize_rows(const Tensor& x, int64_t rows, int64_t n, double eps, std::vector<double>* mean = nullptr,
+                                   std::vector<double>* invstd = nullptr) {
+    std::vector<double> y(size_t(rows * n));
+    if (mean) mean->resize(size_t(rows));
+    if (invstd) invstd->resize(size_t(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+        double m = 0, v = 0;
+        for (int64_t j = 0; j < n; ++j) m += x.getf(r * n + j);
+        m /= double(n);
+        for (int64_t j = 0; j < n; ++j) v += (x.getf(r * n + j) - m) * (x.getf(r * n + j) - m);
+        double inv = 1 / std::sqrt(v / double(n) + eps);
+        for (int64_t j = 0; j < n; ++j) y[size_t(r * n + j)] = (x.getf(r * n + j) - m) * inv;
+        if (mean) (*mean)[size_t(r)] = m;
+        if (invstd) (*invstd)[size_t(r)] = inv;
+    }
+    return y;
+}
+
 using Lc = LowerCtx;
 
 // ggml_group_norm on x [N, C, ...] viewed as ggml [S, 1, C, N] (it normalizes groups of ne[2]
@@ -110,6 +130,17 @@ O2G_OP_FAMILY(norm) {
             if (c.rank(0) < 2) c.fail("input must have rank >= 2 (N, C, ...), got " + shape_str(c.shape(0)));
             infer_same(c);
         };
+        d.eval = [](OpCtx& c) {  // per (n, c) over the spatial positions, then the channel's scale and bias
+            const Tensor &x = c.cval(0), &sc = c.cval(1), &bi = c.cval(2);
+            const Shape& s = c.shape(0);
+            int64_t C = s[1], rows = s[0] * C, sp = rows > 0 ? x.numel() / rows : 0;
+            if (sc.numel() != C || bi.numel() != C) c.fail("scale and B must have one value per channel (" + std::to_string(C) + ")");
+            std::vector<double> y = normalize_rows(x, rows, sp, c.af("epsilon", 1e-5f));
+            Tensor t = Tensor::zeros(x.dtype, s);
+            for (int64_t r = 0; r < rows; ++r)
+                for (int64_t i = 0; i < sp; ++i) t.setf(r * sp + i, y[size_t(r * sp + i)] * sc.getf(r % C) + bi.getf(r % C));
+            c.set_const(0, t);
+        };
         d.lower = [](Lc& c) {
             const Shape& s = c.shape(0);
             int64_t sp = 1;
@@ -134,6 +165,32 @@ O2G_OP_FAMILY(norm) {
             for (int i = a; i < rk; ++i) red.push_back(1);
             if (c.has_out(1)) c.set_out(1, DType::F32, red);
             if (c.has_out(2)) c.set_out(2, DType::F32, red);
+        };
+        d.eval = [](OpCtx& c) {  // rows of the dims before `axis`; scale and B broadcast to the dims from it
+            const Tensor& x = c.cval(0);
+            const Shape& s = c.shape(0);
+            int a = c.axis(c.ai("axis", -1), int(s.size()));
+            Shape qs(s.begin() + a, s.end());
+            int64_t q = shape_numel(qs), p = q > 0 ? x.numel() / q : 0;
+            auto param = [&](int i) {
+                Shape o;
+                if (c.rank(i) > int(qs.size()) || !broadcast_shapes(qs, c.shape(i), o) || o != qs)
+                    c.fail("input " + std::to_string(i) + " of shape " + shape_str(c.shape(i)) + " does not broadcast to " + shape_str(qs));
+                return broadcast_host(c.cval(i), qs);
+            };
+            Tensor sc = param(1), bi = c.has(2) ? param(2) : Tensor();
+            std::vector<double> m, inv, y = normalize_rows(x, p, q, c.af("epsilon", 1e-5f), &m, &inv);
+            Tensor t = Tensor::zeros(x.dtype, s);
+            for (int64_t r = 0; r < p; ++r)
+                for (int64_t j = 0; j < q; ++j) t.setf(r * q + j, y[size_t(r * q + j)] * sc.getf(j) + (c.has(2) ? bi.getf(j) : 0.0));
+            auto stat = [&](int i, const std::vector<double>& v) {
+                Tensor r = Tensor::zeros(c.out(i).dtype, c.out(i).shape);
+                for (size_t k = 0; k < v.size(); ++k) r.setf(int64_t(k), v[k]);
+                c.set_const(i, r);
+            };
+            c.set_const(0, t);
+            if (c.has_out(1)) stat(1, m);
+            if (c.has_out(2)) stat(2, inv);
         };
         d.lower = [](Lc& c) {
             const Shape& s = c.shape(0);
@@ -238,6 +295,32 @@ O2G_OP_FAMILY(norm) {
         OpDef d;
         d.op_type = "MeanVarianceNormalization";
         d.infer = infer_same;
+        d.eval = [](OpCtx& c) {  // the spec's function: (x - mean) / (sqrt(var) + 1e-9) over `axes`
+            const Tensor& x = c.cval(0);
+            const Shape& s = c.shape(0);
+            int rk = int(s.size());
+            std::vector<bool> red(size_t(rk), false);
+            for (auto a : c.ais("axes", {0, 2, 3})) red[size_t(c.axis(a, rk))] = true;
+            Shape ks = s;  // the shape of the statistics (reduced dims kept as 1)
+            for (int i = 0; i < rk; ++i) if (red[size_t(i)]) ks[size_t(i)] = 1;
+            auto so = strides_of(s), sk = strides_of(ks);
+            auto key = [&](int64_t e) {
+                int64_t k = 0;
+                for (int i = 0; i < rk; ++i) if (!red[size_t(i)]) k += (e / so[size_t(i)] % s[size_t(i)]) * sk[size_t(i)];
+                return k;
+            };
+            int64_t nk = shape_numel(ks), n = nk > 0 ? x.numel() / nk : 0;
+            std::vector<double> m(size_t(nk), 0.0), v(size_t(nk), 0.0);
+            for (int64_t e = 0; e < x.numel(); ++e) m[size_t(key(e))] += x.getf(e);
+            for (auto& a : m) a /= double(n);
+            for (int64_t e = 0; e < x.numel(); ++e) v[size_t(key(e))] += (x.getf(e) - m[size_t(key(e))]) * (x.getf(e) - m[size_t(key(e))]);
+            Tensor t = Tensor::zeros(x.dtype, s);
+            for (int64_t e = 0; e < x.numel(); ++e) {
+                size_t k = size_t(key(e));
+                t.setf(e, (x.getf(e) - m[k]) / (std::sqrt(v[k] / double(n)) + 1e-9));
+            }
+            c.set_const(0, t);
+        };
         d.lower = [](Lc& c) {  // (x - mean) / sqrt(var) over `axes`, with ggml_norm's epsilon 1e-9
             require_float(c, 0);
             const Shape& s = c.shape(0);
@@ -261,6 +344,28 @@ O2G_OP_FAMILY(norm) {
         OpDef d;
         d.op_type = "LRN";
         d.infer = infer_same;
+        d.eval = [](OpCtx& c) {  // x / (bias + alpha / size * sum of x^2 over channels [c - floor, c + ceil of (size-1)/2])^beta
+            const Tensor& x = c.cval(0);
+            const Shape& s = c.shape(0);
+            if (s.size() < 2) c.fail("input must have rank >= 2 (N, C, ...), got " + shape_str(s));
+            int64_t size = c.ai("size", 0), N = s[0], C = s[1], sp = N * C > 0 ? x.numel() / (N * C) : 0;
+            if (size <= 0) c.fail("size must be positive");
+            double alpha = c.af("alpha", 1e-4f), beta = c.af("beta", 0.75f), bias = c.af("bias", 1.0f);
+            int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
+            Tensor t = Tensor::zeros(x.dtype, s);
+            for (int64_t n = 0; n < N; ++n)
+                for (int64_t ch = 0; ch < C; ++ch)
+                    for (int64_t i = 0; i < sp; ++i) {
+                        double sq = 0;
+                        for (int64_t k = std::max<int64_t>(0, ch - lo); k <= std::min(C - 1, ch + hi); ++k) {
+                            double v = x.getf((n * C + k) * sp + i);
+                            sq += v * v;
+                        }
+                        int64_t e = (n * C + ch) * sp + i;
+                        t.setf(e, x.getf(e) / std::pow(bias + alpha / double(size) * sq, beta));
+                    }
+            c.set_const(0, t);
+        };
         d.lower = [](Lc& c) {  // x / (bias + alpha/size * sum over a channel window of x^2)^beta
             require_float(c, 0);
             const Shape& s = c.shape(0);

@@ -56,6 +56,7 @@ const Tensor* OpCtx::at(const std::string& n) const { auto a = attr(n, Attr::Ten
 
 void OpCtx::set_out(int i, DType t, const Shape& s) {
     if (!has_out(i)) return;
+    if (g_.float64 && t == DType::F32) t = DType::F64;
     for (int64_t d : s)
         if (d < 0) fail("computed a negative output dimension: " + shape_str(s));
     shape_numel(s);  // overflow check
@@ -94,6 +95,7 @@ Node OpCtx::make_node(const std::string& op, std::vector<int> ins, std::vector<i
 
 void OpCtx::set_const(int i, Tensor t) {
     if (!has_out(i)) return;
+    if (g_.float64 && t.dtype == DType::F32) t = t.cast(DType::F64);
     set_out(i, t.dtype, t.shape);
     out(i).constant = std::move(t);
 }

@@ -88,6 +88,25 @@ void infer_pool(OpCtx& c) {
     if (c.has_out(1)) c.set_out(1, DType::I64, o);
 }
 
+// The global pools: one value per (batch, channel) over all spatial positions.
+enum class Global { Average, Max, Lp };
+void eval_global_pool(OpCtx& c, Global kind) {
+    const Tensor& x = c.cval(0);
+    int64_t nc = c.shape(0)[0] * c.shape(0)[1], sp = nc > 0 ? x.numel() / nc : 0;
+    double p = double(c.ai("p", 2));
+    Tensor y = Tensor::zeros(x.dtype, c.out(0).shape);
+    for (int64_t i = 0; i < nc; ++i) {
+        double acc = kind == Global::Max ? -INFINITY : 0;
+        for (int64_t k = 0; k < sp; ++k) {
+            double v = x.getf(i * sp + k);
+            if (kind == Global::Max) acc = std::isnan(v) || std::isnan(acc) ? NAN : std::max(acc, v);
+            else acc += kind == Global::Lp ? std::pow(std::fabs(v), p) : v;
+        }
+        y.setf(i, kind == Global::Average ? acc / double(sp) : kind == Global::Lp ? std::pow(acc, 1.0 / p) : acc);
+    }
+    c.set_const(0, y);
+}
+
 // MaxPool (with its Indices output) and AveragePool, any number of spatial dims, dilations.
 void eval_pool(OpCtx& c, bool is_max, bool lp = false) {
     Geometry g = conv_geometry(c, c.ais("kernel_shape"), c.ai("ceil_mode", 0) != 0);
@@ -166,18 +185,7 @@ O2G_OP_FAMILY(pool) {
             for (size_t i = 2; i < o.size(); ++i) o[i] = 1;
             c.set_out(0, c.dtype(0), o);
         };
-        d.eval = [](OpCtx& c) {
-            const Tensor& x = c.cval(0);
-            int64_t nc = c.shape(0)[0] * c.shape(0)[1], sp = x.numel() / std::max<int64_t>(1, nc);
-            double p = double(c.ai("p", 2));
-            Tensor y = Tensor::zeros(x.dtype, c.out(0).shape);
-            for (int64_t i = 0; i < nc; ++i) {
-                double acc = 0;
-                for (int64_t k = 0; k < sp; ++k) acc += std::pow(std::fabs(x.getf(i * sp + k)), p);
-                y.setf(i, std::pow(acc, 1.0 / p));
-            }
-            c.set_const(0, y);
-        };
+        d.eval = [](OpCtx& c) { eval_global_pool(c, Global::Lp); };
         r.add(d);
     }
     for (bool mx : {false, true}) {
@@ -189,6 +197,7 @@ O2G_OP_FAMILY(pool) {
             for (size_t i = 2; i < o.size(); ++i) o[i] = 1;
             c.set_out(0, c.dtype(0), o);
         };
+        d.eval = [mx](OpCtx& c) { eval_global_pool(c, mx ? Global::Max : Global::Average); };
         d.lower = [mx](Lc& c) {
             const Shape& s = c.shape(0);
             int64_t sp = 1;

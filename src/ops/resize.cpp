@@ -113,7 +113,6 @@ int64_t nearest_index(const ResizePlan& p, double xo, int64_t in) {
     return std::clamp<int64_t>(int64_t(r), 0, in - 1);
 }
 
-// Interpolation matrix [out, in] for one axis (linear or cubic).
 // tf_crop_and_resize: whether output x of axis a samples inside the input
 bool inside(const ResizePlan& p, int a, int64_t x, int64_t in, int64_t out, double scale) {
     if (p.coord != "tf_crop_and_resize") return true;
@@ -121,37 +120,80 @@ bool inside(const ResizePlan& p, int a, int64_t x, int64_t in, int64_t out, doub
     return xo >= 0 && xo <= double(in - 1);
 }
 
-Tensor interp_matrix(const ResizePlan& p, int a, int64_t in, int64_t out, double scale) {
-    Tensor m = Tensor::zeros(DType::F32, {out, in});
-    float* w = m.ptr<float>();
+// The taps of one axis: for each output x, the (input index, weight) pairs it sums (nearest: one
+// tap; linear: two; cubic: four; none where tf_crop_and_resize extrapolates).
+using Taps = std::vector<std::vector<std::pair<int64_t, double>>>;
+Taps axis_taps(const ResizePlan& p, int a, int64_t in, int64_t out, double scale) {
+    Taps taps(static_cast<size_t>(out));
     for (int64_t x = 0; x < out; ++x) {
+        auto& t = taps[size_t(x)];
         if (!inside(p, a, x, in, out, scale)) continue;  // extrapolated (added after)
         double xo = source_coord(p, a, x, in, out, scale);
-        if (p.mode == "linear") {
+        if (p.mode == "nearest") {
+            t.push_back({nearest_index(p, xo, in), 1.0});
+        } else if (p.mode == "linear") {
             xo = std::clamp(xo, 0.0, double(in - 1));
             int64_t x0 = int64_t(std::floor(xo)), x1 = std::min(x0 + 1, in - 1);
             double f = xo - double(x0);
-            w[x * in + x0] += float(1 - f);
-            w[x * in + x1] += float(f);
+            t.push_back({x0, 1 - f});
+            t.push_back({x1, f});
         } else {  // cubic
             int64_t x0 = int64_t(std::floor(xo));
-            double f = xo - double(x0), a = p.cubic_a;
+            double f = xo - double(x0), ca = p.cubic_a;
             double ws[4], sum = 0;
             for (int k = -1; k <= 2; ++k) {
-                double t = std::fabs(double(k) - f);
-                double v = t <= 1 ? ((a + 2) * t - (a + 3)) * t * t + 1 : (t < 2 ? ((a * t - 5 * a) * t + 8 * a) * t - 4 * a : 0);
+                double d = std::fabs(double(k) - f);
+                double v = d <= 1 ? ((ca + 2) * d - (ca + 3)) * d * d + 1 : (d < 2 ? ((ca * d - 5 * ca) * d + 8 * ca) * d - 4 * ca : 0);
                 int64_t idx = x0 + k;
                 if (p.exclude_outside && (idx < 0 || idx >= in)) v = 0;
                 ws[k + 1] = v;
                 sum += v;
             }
-            for (int k = -1; k <= 2; ++k) {
-                int64_t idx = std::clamp<int64_t>(x0 + k, 0, in - 1);
-                w[x * in + idx] += float(p.exclude_outside ? ws[k + 1] / sum : ws[k + 1]);
-            }
+            for (int k = -1; k <= 2; ++k) t.push_back({std::clamp<int64_t>(x0 + k, 0, in - 1), p.exclude_outside ? ws[k + 1] / sum : ws[k + 1]});
         }
     }
+    return taps;
+}
+
+// Interpolation matrix [out, in] for one axis (linear or cubic), float32 for ggml_mul_mat.
+Tensor interp_matrix(const ResizePlan& p, int a, int64_t in, int64_t out, double scale) {
+    Tensor m = Tensor::zeros(DType::F32, {out, in});
+    float* w = m.ptr<float>();
+    Taps taps = axis_taps(p, a, in, out, scale);
+    for (int64_t x = 0; x < out; ++x)
+        for (auto& t : taps[size_t(x)]) w[x * in + t.first] += float(t.second);
     return m;
+}
+
+// Resize on the host, in double: the axes one after the other (every mode is separable), then
+// tf_crop_and_resize's extrapolation value where any axis samples outside the input.
+void eval_resize(OpCtx& c) {
+    ResizePlan p = resize_plan(c);
+    const Tensor& x = c.cval(0);
+    Shape cur = c.shape(0);
+    int rk = int(cur.size());
+    std::vector<double> v = to_f64(x);
+    for (int a = 0; a < rk; ++a) {
+        int64_t in = cur[size_t(a)], out = p.out[size_t(a)], inner = 1;
+        for (int i = a + 1; i < rk; ++i) inner *= cur[size_t(i)];
+        int64_t outer = in * inner > 0 ? int64_t(v.size()) / (in * inner) : 0;
+        Taps taps = axis_taps(p, a, in, out, p.scale[size_t(a)]);
+        std::vector<double> y(size_t(outer * out * inner), 0.0);
+        for (int64_t o = 0; o < outer; ++o)
+            for (int64_t j = 0; j < out; ++j)
+                for (auto& t : taps[size_t(j)])
+                    for (int64_t i = 0; i < inner; ++i) y[size_t((o * out + j) * inner + i)] += t.second * v[size_t((o * in + t.first) * inner + i)];
+        v = std::move(y);
+        cur[size_t(a)] = out;
+    }
+    Tensor r = Tensor::zeros(x.dtype, p.out);
+    const Shape& s = c.shape(0);
+    for_grid(p.out, [&](int64_t e, const std::vector<int64_t>& idx) {
+        bool in = true;
+        for (int a = 0; a < rk && in; ++a) in = inside(p, a, idx[size_t(a)], s[size_t(a)], p.out[size_t(a)], p.scale[size_t(a)]);
+        r.setf(e, in ? v[size_t(e)] : p.extrapolation);
+    });
+    c.set_const(0, r);
 }
 
 // tf_crop_and_resize: y * inside + extrapolation_value * (1 - inside), inside a product over the axes
@@ -246,6 +288,8 @@ O2G_OP_FAMILY(resize) {
         d.min_inputs = 1;
         d.host_inputs = {1, 2, 3};
         d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(0), resize_plan(c).out); };
+        d.eval = eval_resize;
+        d.work = [](OpCtx& c) { return 4.0 * double(shape_numel(c.out(0).shape)) * double(c.rank(0)); };
         d.lower = lower_resize;
         r.add(d);
     }

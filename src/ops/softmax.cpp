@@ -145,6 +145,29 @@ O2G_OP_FAMILY(softmax) {
         OpDef d;
         d.op_type = "Hardmax";
         d.infer = infer_same;
+        d.eval = [](OpCtx& c) {  // 1 at the first maximum along the axis (opset < 13: of the 2-D coercion at the axis)
+            const Tensor& x = c.cval(0);
+            const Shape& s = c.shape(0);
+            int a = c.axis(c.ai("axis", c.opset() < 13 ? 1 : -1), int(s.size()));
+            int64_t n = 1, inner = 1;
+            if (c.opset() < 13) {
+                for (size_t i = size_t(a); i < s.size(); ++i) n *= s[i];
+            } else {
+                n = s[size_t(a)];
+                for (size_t i = size_t(a) + 1; i < s.size(); ++i) inner *= s[i];
+            }
+            int64_t outer = n * inner > 0 ? x.numel() / (n * inner) : 0;
+            Tensor y = Tensor::zeros(x.dtype, s);
+            for (int64_t o = 0; o < outer; ++o)
+                for (int64_t in = 0; in < inner; ++in) {
+                    auto at = [&](int64_t j) { return (o * n + j) * inner + in; };
+                    int64_t best = 0;
+                    for (int64_t j = 1; j < n; ++j)
+                        if (x.getf(at(j)) > x.getf(at(best))) best = j;
+                    if (n > 0) y.setf(at(best), 1);
+                }
+            c.set_const(0, y);
+        };
         d.lower = [](Lc& c) {
             require_float(c, 0);
             const Shape& s = c.shape(0);
@@ -181,6 +204,46 @@ O2G_OP_FAMILY(softmax) {
             if (red != "none" && red != "sum" && red != "mean") c.fail("unknown reduction '" + red + "'");
             c.set_out(0, c.dtype(0), red == "none" ? t : Shape{});
             if (sce && c.has_out(1)) c.set_out(1, c.dtype(0), s);
+        };
+        d.eval = [sce](OpCtx& c) {
+            const Tensor& x = c.cval(0);
+            const Shape& s = c.shape(0);
+            int64_t N = s[0], C = s[1], D = N * C > 0 ? x.numel() / (N * C) : 0;
+            Tensor logp = x;
+            if (sce) {  // log-softmax over the classes
+                logp = Tensor::zeros(x.dtype, s);
+                for (int64_t n = 0; n < N; ++n)
+                    for (int64_t d = 0; d < D; ++d) {
+                        auto at = [&](int64_t k) { return (n * C + k) * D + d; };
+                        double mx = -INFINITY, sum = 0;
+                        for (int64_t k = 0; k < C; ++k) mx = std::max(mx, x.getf(at(k)));
+                        for (int64_t k = 0; k < C; ++k) sum += std::exp(x.getf(at(k)) - mx);
+                        for (int64_t k = 0; k < C; ++k) logp.setf(at(k), x.getf(at(k)) - mx - std::log(sum));
+                    }
+            }
+            std::vector<int64_t> t = c.cints(1);
+            bool has_ii = c.has_attr("ignore_index");
+            int64_t ii = c.ai("ignore_index", 0);
+            Tensor l = Tensor::zeros(x.dtype, c.shape(1));
+            double sum = 0, wsum = 0;
+            for (size_t e = 0; e < t.size(); ++e) {
+                int64_t n = int64_t(e) / D, d = int64_t(e) % D, cls = t[e];
+                if (has_ii && cls == ii) continue;
+                if (cls < 0 || cls >= C) c.fail("target " + std::to_string(cls) + " is out of range [0, " + std::to_string(C) + ")");
+                double w = c.has(2) ? c.cval(2).getf(cls) : 1.0;
+                double v = -w * logp.getf((n * C + cls) * D + d);
+                l.setf(int64_t(e), v);
+                sum += v;
+                wsum += w;
+            }
+            std::string red = c.as("reduction", "mean");
+            Tensor r = l;
+            if (red != "none") {
+                r = Tensor::zeros(x.dtype, {});
+                r.setf(0, red == "sum" ? sum : sum / wsum);
+            }
+            c.set_const(0, r);
+            if (sce && c.has_out(1)) c.set_const(1, logp);
         };
         d.lower = [sce](Lc& c) {
             require_float(c, 0);

@@ -48,12 +48,17 @@ static std::string json_string(const std::string& s) {
     return r + "\"";
 }
 
-// reference "host": every node folded by its host evaluator, the inputs frozen to the given values
-static std::map<std::string, Tensor> host_reference(const std::string& path, const std::map<std::string, Tensor>& inputs, const CompareOptions& o,
-                                                    std::string* gaps) {
+// reference "host": every node folded by its host evaluator, the inputs frozen to the given values, in
+// float64 where the model computes float32 (the evaluators compute in double: the reference then does
+// not round where ggml rounds, and float32 values are compared with what they approximate)
+std::map<std::string, Tensor> host_values(const std::string& path, const std::map<std::string, Tensor>& inputs, const CompileOptions& copts,
+                                          std::string* gaps) {
     Graph g = load_onnx(path);
-    CompileOptions c = o.copts;
+    promote_float64(g);
+    CompileOptions c = copts;
     for (auto& kv : inputs) c.frozen_inputs[kv.first] = kv.second;
+    for (auto& kv : c.frozen_inputs)
+        if (kv.second.dtype == DType::F32) kv.second = kv.second.cast(DType::F64);
     c.fold_all = true;
     std::vector<UnsupportedOp> bad;  // nodes without a host evaluator stay unknown: their rows say so
     specialize(g, c, &bad);
@@ -178,7 +183,7 @@ CompareResult compare_model(const std::string& model_path, const std::map<std::s
     CompareResult res;
     res.backend = s.backend_name();
     std::map<std::string, Tensor> ref;
-    if (o.reference == "host") ref = host_reference(model_path, inputs, o, &res.reference_gaps), res.reference = "host (onnx2ggml's host evaluators)";
+    if (o.reference == "host") ref = host_values(model_path, inputs, o.copts, &res.reference_gaps), res.reference = "host (onnx2ggml's host evaluators)";
     else if (o.reference == "ort") ref = ort_reference(model_path, inputs, o), res.reference = "ort (ONNX Runtime, every node output exposed)";
     else ref = dir_reference(o.reference, g), res.reference = o.reference;
 

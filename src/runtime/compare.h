@@ -1,9 +1,8 @@
 // `onnx2ggml compare`: runs a model with every intermediate value kept (SessionOptions::keep_values),
 // computes the same values with an independent reference, and finds the first node whose error
 // exceeds the tolerance while its inputs are within it.
-//   reference "host": onnx2ggml's host evaluators (every node folded with the inputs frozen; each op
-//                     computes in double and stores its output in the ONNX dtype), independent of
-//                     ggml's kernels;
+//   reference "host": onnx2ggml's host evaluators (every node folded with the inputs frozen, float32
+//                     computed as float64), independent of ggml's kernels;
 //   reference "ort":  ONNX Runtime (onnxruntime-node from scripts/setup.sh --bench) on the model
 //                     rewritten so that every node output is a graph output;
 //   otherwise a folder of NAME.npy files, one per value (names escaped by value_file_name).
@@ -48,6 +47,12 @@ struct CompareResult {
 
 // inputs: every graph input by name (not the frozen ones).
 CompareResult compare_model(const std::string& model_path, const std::map<std::string, Tensor>& inputs, const CompareOptions& o);
+
+// The host reference: every value of the model computed by the host evaluators with the inputs frozen
+// to `inputs` (by name), float32 values computed and returned as float64. Values the host cannot compute
+// (an op without an evaluator, and what follows it) are missing; `gaps` names the first few such nodes.
+std::map<std::string, Tensor> host_values(const std::string& model_path, const std::map<std::string, Tensor>& inputs,
+                                          const CompileOptions& copts, std::string* gaps);
 
 // The file name of a value in a reference folder: the name with every byte outside [A-Za-z0-9._-]
 // written as %XX, then ".npy" ("/conv1/Conv_output_0" -> "%2Fconv1%2FConv_output_0.npy").

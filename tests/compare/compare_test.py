@@ -38,6 +38,17 @@ class CNN(nn.Module):  # conv + bias + relu written in place by the oneDNN backe
         return s.fc(torch.relu(s.conv(x)).flatten(1))
 
 
+class Wide(nn.Module):  # the ops whose host evaluators came last: InstanceNorm, PRelu, Resize, LayerNorm, Gemm
+    def __init__(s):
+        super().__init__()
+        s.conv, s.inorm, s.prelu = nn.Conv2d(3, 8, 3, padding=1), nn.InstanceNorm2d(8, affine=True), nn.PReLU(8)
+        s.ln, s.fc = nn.LayerNorm(8), nn.Linear(8, 5)
+
+    def forward(s, x):
+        y = nn.functional.interpolate(s.prelu(s.inorm(s.conv(x))), scale_factor=2, mode="bilinear", align_corners=False)
+        return s.fc(s.ln(nn.functional.adaptive_max_pool2d(y, 1).flatten(1)))
+
+
 def export(m, shape, name):
     path = os.path.join(WORK, name + ".onnx")
     x = torch.randn(*shape)
@@ -78,6 +89,7 @@ def expect(cond, what, res=None):
 MLP_M = MLP().eval()
 mlp, mx = export(MLP_M, (1, 4, 16), "mlp")
 cnn, cx = export(CNN(), (1, 3, 8, 8), "cnn")
+wide, wx = export(Wide(), (1, 3, 8, 8), "wide")
 refs = ["ort"] if ORT else ["host"]
 
 # PyTorch's values as a reference folder: the graph output and the first Linear's output (the MatMul+Add
@@ -114,6 +126,16 @@ for ref in refs:
     if r:
         expect(not any(w["op"] == "onnx2ggml.Gelu" for w in r["rows"]) and any(w["op"] == "Erf" for w in r["rows"]),
                f"mlp --reference {ref} --disable-pass fuse_gelu: the unfused nodes are listed", r)
+
+# every value of Wide computed by the reference (none left unknown), and a planted error found at each node
+r = compare(wide, ["--reference", refs[0], "--no-inplace"])
+if r:
+    unknown = [w["node"] for w in r["rows"] if "rel_err" not in w]
+    expect(r["first_divergence"] is None and not unknown, f"wide --reference {refs[0]}: every value compared ({unknown}), no divergence", r)
+    for node in [w["node"] for w in r["rows"] if w["op"] in ("InstanceNormalization", "PRelu", "Resize", "MaxPool", "LayerNormalization", "Gemm")]:
+        p = compare(wide, ["--reference", refs[0], "--no-inplace"], env_node=node, want_rc=1)
+        if p:
+            expect(p["first_divergence"] == node, f"wide --reference {refs[0]}: the planted error is found at {node}", p)
 
 if ORT:  # Gemm and Conv: ORT as the reference
     r = compare(cnn, ["--reference", "ort"])

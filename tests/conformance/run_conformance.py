@@ -7,7 +7,10 @@ Every case goes through the full pipeline (load -> fold -> lower -> ggml CPU) an
   unsupported  a clear error, exit 3
   error        anything else: bad-input exit 2, crash, hang (time limit), exit without a verdict
 
-usage: run_conformance.py ONNX2GGML [--suites node,...] [--expect FILE] [--update FILE] [--docs FILE] [--jobs N]
+usage: run_conformance.py ONNX2GGML [--suites node,...] [--expect FILE] [--update FILE] [--docs FILE] [--jobs N] [--reference host]
+With --reference host, the outputs are those of `compare`'s host reference (every node computed by its host
+evaluator, float32 as float64: `check TESTDIR --reference host`): the reference is itself checked against the
+test data, with the same tolerances.
 With --expect, exits 1 if a case listed there does not pass (regression) or any case crashes or hangs.
 Inputs that an operator needs as compile-time values (Reshape's shape, Resize's scales, ...) are
 frozen to the test set's values by `check` (as `--freeze` does): integer inputs, float scalars and
@@ -96,10 +99,10 @@ def ORT_HEADER(ort):  # noqa: N802 - the results file's first line: which ONNX R
     return ort.get("#", "ONNX Runtime").split(" over ")[0]
 
 
-def run_case(bin_, suite, case):
+def run_case(bin_, suite, case, extra=()):
     d = os.path.join(DATA, suite, case)
     try:
-        r = subprocess.run([bin_, "check", d, "--threads", "1"], capture_output=True, text=True, timeout=TIMEOUT)
+        r = subprocess.run([bin_, "check", d, "--threads", "1", *extra], capture_output=True, text=True, timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
         return "error", f"hang: no verdict within {TIMEOUT} s"
     out = (r.stdout + r.stderr).strip().splitlines()
@@ -125,10 +128,12 @@ def main():
     ap.add_argument("--update")
     ap.add_argument("--docs")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--reference", choices=["host"])
     a = ap.parse_args()
+    extra = ["--reference", a.reference] if a.reference else []
     cases = [(s, c) for s in a.suites.split(",") for c in sorted(os.listdir(os.path.join(DATA, s)))]
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
-        results = list(ex.map(lambda sc: run_case(a.bin, *sc), cases))
+        results = list(ex.map(lambda sc: run_case(a.bin, *sc, extra), cases))
     res = {f"{s}/{c}": r for (s, c), r in zip(cases, results)}
 
     table = collections.defaultdict(collections.Counter)
