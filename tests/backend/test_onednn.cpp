@@ -1,0 +1,222 @@
+// The oneDNN backend (src/codegen/template/o2g_onednn.h) against ggml's CPU backend, op by op, in the
+// style of ggml's test-backend-ops: each case builds a small ggml graph of one pattern the lowering
+// emits (the in-place chains the backend fuses into one primitive, the private blocked layouts kept
+// between convolutions, strided matrix products, pooling with ceil padding), runs it once with the
+// scheduler over {oneDNN, CPU} and once over {CPU} alone, on the same random inputs, and compares.
+// Each case also checks that the oneDNN backend took the nodes it is meant to take, so a case
+// cannot pass by silently falling back to the CPU backend.
+//
+// Tolerance: max |oneDNN - CPU| <= 1e-5 * max |CPU| (float32 both sides; the two sum the products of
+// a convolution or matrix product in different orders, and GroupNorm's statistics are computed from
+// float partial sums by one and per element by the other: ~1e-7 relative is typical).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
+#include "ggml.h"
+#include "o2g_kernels.h"
+#include "o2g_onednn.h"
+
+#ifdef O2G_USE_ONEDNN
+namespace {
+
+// A case's graph: its inputs (filled with random values) are appended to `ins`, the nodes the
+// oneDNN backend must compute to `dnn`; returns the output.
+using Build = std::function<ggml_tensor*(ggml_context*, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn)>;
+
+struct Result {
+    std::vector<float> y;
+    int on_dnn = 0, expected_dnn = 0;
+};
+
+ggml_tensor* input(ggml_context* ctx, std::vector<ggml_tensor*>& ins, int64_t n0, int64_t n1 = 1, int64_t n2 = 1, int64_t n3 = 1) {
+    ggml_tensor* t = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, n0, n1, n2, n3);
+    ggml_set_input(t);
+    ins.push_back(t);
+    return t;
+}
+
+Result run(const Build& build, bool onednn) {
+    ggml_init_params ip = {ggml_tensor_overhead() * 512 + ggml_graph_overhead(), nullptr, true};
+    ggml_context* ctx = ggml_init(ip);
+    std::vector<ggml_tensor*> ins, dnn;
+    ggml_tensor* out = build(ctx, ins, dnn);
+    ggml_set_output(out);
+    ggml_cgraph* gf = ggml_new_graph(ctx);
+    ggml_build_forward_expand(gf, out);
+    ggml_backend_t cpu = ggml_backend_cpu_init();
+    ggml_backend_cpu_set_n_threads(cpu, 2);
+    ggml_backend_t be = onednn ? o2g_onednn::init(o2g_onednn::reg_device(o2g_onednn::reg(), 0), nullptr) : nullptr;
+    if (be) o2g_onednn::set_n_threads(be, 2);
+    ggml_backend_t backends[2] = {be ? be : cpu, cpu};
+    ggml_backend_sched_t sched = ggml_backend_sched_new(backends, nullptr, be ? 2 : 1, 512, false, true);
+    EXPECT_TRUE(ggml_backend_sched_reserve(sched, gf));
+    o2g_onednn::set_compute_bytes(be, sched);
+    EXPECT_TRUE(ggml_backend_sched_alloc_graph(sched, gf));
+    for (size_t i = 0; i < ins.size(); ++i) {  // the same values on both runs
+        std::mt19937 rng(uint32_t(1234 + i));
+        std::uniform_real_distribution<float> u(-1.f, 1.f);
+        std::vector<float> v(size_t(ggml_nelements(ins[i])));
+        for (float& x : v) x = u(rng);
+        ggml_backend_tensor_set(ins[i], v.data(), 0, ggml_nbytes(ins[i]));
+    }
+    EXPECT_EQ(ggml_backend_sched_graph_compute(sched, gf), GGML_STATUS_SUCCESS);
+    Result r;
+    r.expected_dnn = int(dnn.size());
+    for (ggml_tensor* t : dnn) r.on_dnn += be && ggml_backend_sched_get_tensor_backend(sched, t) == be;
+    r.y.resize(size_t(ggml_nelements(out)));
+    ggml_backend_tensor_get(out, r.y.data(), 0, ggml_nbytes(out));
+    ggml_backend_sched_free(sched);
+    if (be) ggml_backend_free(be);
+    ggml_backend_free(cpu);
+    ggml_free(ctx);
+    return r;
+}
+
+void check(const Build& build) {
+    Result d = run(build, true), c = run(build, false);
+    EXPECT_EQ(d.on_dnn, d.expected_dnn) << "nodes the oneDNN backend did not take";
+    ASSERT_EQ(d.y.size(), c.y.size());
+    double err = 0, range = 0;
+    for (size_t i = 0; i < c.y.size(); ++i) {
+        ASSERT_TRUE(std::isfinite(d.y[i]) && std::isfinite(c.y[i])) << "element " << i << ": " << d.y[i] << " vs " << c.y[i];
+        err = std::max(err, std::fabs(double(d.y[i]) - double(c.y[i])));
+        range = std::max(range, std::fabs(double(c.y[i])));
+    }
+    EXPECT_GT(range, 0.0);
+    EXPECT_LE(err, 1e-5 * range) << "max abs error " << err << ", max |ref| " << range;
+}
+
+// conv (+ bias in place) (+ activation in place), as lower_conv and activation_in_place emit them
+struct Conv {
+    int64_t W, H, C, N, OC, K;
+    int s = 1, p = 1, d = 1;
+    bool depthwise = false, bias = true;
+    int act = 1;  // 0 none, 1 ReLU, 2 CLAMP(0, 6)
+};
+
+ggml_tensor* conv(ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn, const Conv& q, ggml_tensor* x,
+                  ggml_tensor** root = nullptr) {
+    ggml_tensor* k = input(ctx, ins, q.K, q.K, q.depthwise ? 1 : q.C, q.depthwise ? q.C : q.OC);
+    ggml_tensor* y = q.depthwise ? ggml_conv_2d_dw_direct(ctx, k, x, q.s, q.s, q.p, q.p, q.d, q.d)
+                                 : ggml_conv_2d_direct(ctx, k, x, q.s, q.s, q.p, q.p, q.d, q.d);
+    if (root) *root = y;
+    dnn.push_back(y);
+    if (q.bias) dnn.push_back(y = ggml_add_inplace(ctx, y, input(ctx, ins, 1, 1, q.depthwise ? q.C : q.OC, 1)));
+    if (q.act == 1) dnn.push_back(y = ggml_relu_inplace(ctx, y));
+    if (q.act == 2) dnn.push_back(y = ggml_clamp_inplace(ctx, y, 0.f, 6.f));
+    return y;
+}
+
+Build conv_case(Conv q) {
+    return [q](ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn) {
+        return conv(ctx, ins, dnn, q, input(ctx, ins, q.W, q.H, q.C, q.N));
+    };
+}
+
+}  // namespace
+
+TEST(OneDNN, ConvBiasRelu) { check(conv_case({13, 11, 5, 2, 7, 3})); }
+TEST(OneDNN, ConvStride2BiasClamp) { check(conv_case({17, 15, 8, 1, 16, 3, 2, 1, 1, false, true, 2})); }
+TEST(OneDNN, ConvDilatedNoBias) { check(conv_case({19, 14, 6, 1, 9, 3, 1, 2, 2, false, false, 0})); }
+TEST(OneDNN, Conv1x1OddChannels) { check(conv_case({9, 7, 17, 1, 23, 1, 1, 0})); }
+TEST(OneDNN, DepthwiseBiasRelu) { check(conv_case({12, 10, 17, 1, 17, 3, 1, 1, 1, true})); }
+TEST(OneDNN, DepthwiseStride2Clamp) { check(conv_case({15, 15, 24, 1, 24, 3, 2, 1, 1, true, true, 2})); }
+
+// conv + bias + residual (o2g::conv_residual: the sum post-op) + ReLU, as residual_add emits it
+TEST(OneDNN, ConvBiasResidualRelu) {
+    check([](ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn) {
+        ggml_tensor* x = input(ctx, ins, 10, 9, 12, 1);
+        ggml_tensor* r = input(ctx, ins, 10, 9, 20, 1);
+        ggml_tensor* y = conv(ctx, ins, dnn, {10, 9, 12, 1, 20, 3, 1, 1, 1, false, true, 0}, x);
+        dnn.push_back(y = o2g::conv_residual(ctx, ggml_add_inplace(ctx, y, r)));
+        dnn.push_back(y = ggml_relu_inplace(ctx, y));
+        return y;
+    });
+}
+
+// convolutions (and a max pooling) keeping oneDNN's private layout between them (o2g::conv_chain),
+// with channel counts that are, and are not, multiples of the channel block (padded, or NHWC)
+TEST(OneDNN, ChainPrivateLayouts) {
+    check([](ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn) {
+        ggml_tensor *c1, *c2, *c3;
+        ggml_tensor* x = input(ctx, ins, 13, 11, 3, 1);
+        ggml_tensor* y = conv(ctx, ins, dnn, {13, 11, 3, 1, 24, 3}, x, &c1);
+        y = conv(ctx, ins, dnn, {13, 11, 24, 1, 17, 3}, y, &c2);
+        o2g::conv_chain(ctx, c1, c2);
+        // 13x11 -> 6x5, every window inside the input (the lowering chains only such poolings: pool.cpp)
+        ggml_tensor* pool = ggml_pool_2d(ctx, y, GGML_OP_POOL_MAX, 3, 3, 2, 2, 0, 0);
+        dnn.push_back(pool);
+        o2g::conv_chain(ctx, c2, pool);
+        y = conv(ctx, ins, dnn, {6, 5, 17, 1, 32, 3}, pool, &c3);
+        o2g::conv_chain(ctx, pool, c3);
+        ggml_tensor* c4;
+        y = conv(ctx, ins, dnn, {6, 5, 32, 1, 8, 1, 1, 0}, y, &c4);  // c3's output read in its layout too
+        o2g::conv_chain(ctx, c3, c4);
+        return y;
+    });
+}
+
+// GROUP_NORM + per-channel affine (MUL, ADD in place) + SiLU in place, as lower_group_norm and the
+// SiLU fusion emit them; 30 channels in 8 groups: ggml's groups of ceil(30 / 8) = 4, the last of 2
+TEST(OneDNN, GroupNormAffineSilu) {
+    for (int64_t C : {32, 30})
+        check([C](ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn) {
+            ggml_tensor* x = input(ctx, ins, 7, 6, C, 2);
+            ggml_tensor* y = ggml_group_norm(ctx, x, 8, 1e-5f);
+            dnn.push_back(y);
+            dnn.push_back(y = ggml_mul_inplace(ctx, y, input(ctx, ins, 1, 1, C, 1)));
+            dnn.push_back(y = ggml_add_inplace(ctx, y, input(ctx, ins, 1, 1, C, 1)));
+            dnn.push_back(y = ggml_silu_inplace(ctx, y));
+            return y;
+        });
+}
+
+// MUL_MAT reading both operands through their strides: a permuted (attention's K^T-like) view of
+// src0 with batch dims, src0 broadcast over src1's batch, odd sizes
+TEST(OneDNN, StridedMatMul) {
+    check([](ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn) {
+        ggml_tensor* a = input(ctx, ins, 19, 3, 13, 2);                 // [K, heads, N, batch]
+        ggml_tensor* av = ggml_permute(ctx, a, 0, 2, 1, 3);             // [K, N, heads, batch], strided
+        ggml_tensor* b = input(ctx, ins, 19, 11, 3, 2);                 // [K, M, heads, batch]
+        ggml_tensor* y = ggml_mul_mat(ctx, av, b);
+        dnn.push_back(y);
+        ggml_tensor* w = input(ctx, ins, 13, 5);                        // broadcast over the batch dims
+        ggml_tensor* z = ggml_mul_mat(ctx, w, y);
+        dnn.push_back(z);
+        return z;
+    });
+}
+
+// POOL_2D with ggml's symmetric padding standing for ONNX's ceil_mode (a right padding that gives
+// ggml's output size), max and average
+TEST(OneDNN, PoolCeilPadding) {
+    for (ggml_op_pool op : {GGML_OP_POOL_MAX, GGML_OP_POOL_AVG})
+        check([op](ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn) {
+            ggml_tensor* x = input(ctx, ins, 13, 13, 5, 2);
+            ggml_tensor* y = ggml_pool_2d(ctx, x, op, 3, 3, 2, 2, 1, 1);  // 13 -> 7 (the last window over the edge)
+            dnn.push_back(y);
+            return y;
+        });
+}
+
+// SIGMOID and GELU_ERF as oneDNN's eltwise primitive
+TEST(OneDNN, Eltwise) {
+    check([](ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn) {
+        ggml_tensor* x = input(ctx, ins, 1001, 3);
+        ggml_tensor* y = ggml_sigmoid(ctx, x);
+        dnn.push_back(y);
+        ggml_tensor* z = ggml_gelu_erf(ctx, y);
+        dnn.push_back(z);
+        return z;
+    });
+}
+#else
+TEST(OneDNN, NotBuilt) { GTEST_SKIP() << "built without oneDNN (ONNX2GGML_ONEDNN=OFF)"; }
+#endif
