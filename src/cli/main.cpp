@@ -605,8 +605,8 @@ int cmd_check(const Args& a) {
                 for (auto& n : frozen) f += (f.empty() ? "" : ", ") + n;
                 printf("%s frozen at compile time: %s\n", set.c_str(), f.c_str());
             }
-            const Graph& g = ss->last()->graph();
-            for (size_t k = 0; k < exp.size() && k < g.outputs.size(); ++k) exp[k] = bf16_bits(exp[k], g.values[g.outputs[k]].dtype);
+            const Graph& g = ss->model();  // outputs by name as loaded (a staged model's come from its stages)
+            for (size_t k = 0; k < exp.size() && k < outs.size(); ++k) exp[k] = bf16_bits(exp[k], outs[k].dtype);
             if (exp.size() != g.outputs.size()) bad_input(sd + ": " + std::to_string(exp.size()) + " output files for " + std::to_string(g.outputs.size()) + " graph outputs");
             all &= report(g, outs, exp, a, set + " ");
         }

@@ -67,6 +67,7 @@ struct Graph {
     // compare's host reference: float32 is computed as float64 (OpCtx::set_out/set_const promote it), so
     // the reference does not share float32's rounding with the values it checks (promote_float64)
     bool float64 = false;
+    double max_eval_work = 2e8;  // CompileOptions::max_eval_work, set by specialize
 
     int value_id(const std::string& name);   // creates the value if missing
     int find(const std::string& name) const; // -1 if missing

@@ -93,6 +93,9 @@ struct OpDef {
 // Folding runs at compile time: an evaluation estimated above this many operations is left
 // to run time (a host kernel) instead.
 constexpr double kFoldWork = 2e8;
+// The bound of a host evaluation that must happen to specialize (CompileOptions::max_eval_work) when
+// specializing at run time, on the run's own values: about a minute of work.
+constexpr double kRunTimeEvalWork = 1e11;
 
 class Registry {
 public:

@@ -257,8 +257,10 @@ std::vector<int64_t> nms(OpCtx& c) {
     double score_t = has_st ? c.cval(4).getf(0) : 0.0;
     bool center = c.ai("center_point_box", 0) != 0;
     int64_t B = bs[0], N = bs[1], C = ss[1];
-    if (double(B) * double(C) * double(N) * double(std::min(N, std::max<int64_t>(max_out, 0))) > kFoldWork)
-        c.fail_unsupported("NonMaxSuppression over " + std::to_string(B * C) + " x " + std::to_string(N) + " boxes is too large to evaluate at compile time");
+    double work = double(B) * double(C) * double(N) * double(std::min(N, std::max<int64_t>(max_out, 0)));
+    if (work > c.graph().max_eval_work)
+        c.fail_unsupported("NonMaxSuppression over " + std::to_string(B * C) + " x " + std::to_string(N) + " boxes is too large to evaluate on the host (" +
+                           std::to_string(work) + " operations, limit " + std::to_string(c.graph().max_eval_work) + ")");
     auto corners = [&](int64_t b, int64_t i, double* o) {  // y1, x1, y2, x2 with y1 <= y2, x1 <= x2
         const int64_t base = (b * N + i) * 4;
         double v0 = boxes.getf(base), v1 = boxes.getf(base + 1), v2 = boxes.getf(base + 2), v3 = boxes.getf(base + 3);

@@ -59,6 +59,7 @@ static void bind_inputs(Graph& g, const CompileOptions& opts) {
 
 void specialize(Graph& g, const CompileOptions& opts, std::vector<UnsupportedOp>* report) {
     bind_inputs(g, opts);
+    g.max_eval_work = opts.max_eval_work;
     // a tensor of zero elements has one possible value: every empty input and output is a known constant
     for (int id : g.inputs)
         if (shape_numel(g.values[id].shape) == 0) g.values[id].constant = Tensor::zeros(g.values[id].dtype, g.values[id].shape);

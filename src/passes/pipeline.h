@@ -19,6 +19,11 @@ struct CompileOptions {
     // fold every node whose inputs are constants, whatever its size or work: with every input frozen,
     // the host evaluators compute the whole graph (`compare --reference host`)
     bool fold_all = false;
+    // the most work (operations) a host evaluation that cannot be left to run time may take (an op whose
+    // output shape depends on its input values: NonMaxSuppression): kFoldWork when compiling, where the
+    // values come from the model file; run-time specialization raises it (kRunTimeEvalWork), since the
+    // evaluation is then the run itself
+    double max_eval_work = 2e8;
 };
 
 struct UnsupportedOp {

@@ -5,9 +5,22 @@
 #include <cstdio>
 #include <set>
 
+#include "ops/op.h"
 #include "util/error.h"
 
 namespace onnx2ggml {
+
+// staged execution (make_cut): the model cut where a value computed inside it decides a compile-time fact
+struct SpecializingSession::Cut {
+    std::vector<std::string> values;     // the values stage 2 needs at compile time
+    std::unique_ptr<SpecializingSession> before, after;
+    // per stage-1 input: its index among the entry's graph inputs
+    std::vector<size_t> before_feed;
+    // per stage-2 input: {false, index among the entry's graph inputs} or {true, index of stage 1's output}
+    std::vector<std::pair<bool, size_t>> after_feed;
+    // per model output: {false, index of stage 2's output} or {true, index of stage 1's output}
+    std::vector<std::pair<bool, size_t>> outputs;
+};
 
 namespace {
 
@@ -137,6 +150,7 @@ SpecializingSession::SpecializingSession(Graph model, const CompileOptions& copt
     }
     control_.assign(inputs_.size(), false);
     copts_.input_shapes.clear();  // the shapes come from the inputs of each run
+    copts_.max_eval_work = std::max(copts_.max_eval_work, kRunTimeEvalWork);  // on the run's own values
 }
 
 SpecializingSession::~SpecializingSession() {
@@ -147,6 +161,13 @@ std::vector<std::string> SpecializingSession::control_inputs() const {
     std::vector<std::string> r;
     for (size_t k = 0; k < inputs_.size(); ++k)
         if (control_[k]) r.push_back(model_.values[size_t(inputs_[k])].name);
+    for (auto& e : lru_)  // staged: the model's inputs that a stage found
+        if (e.cut)
+            for (auto* st : {e.cut->before.get(), e.cut->after.get()})
+                for (auto& n : st->control_inputs()) {
+                    int id = model_.find(n);
+                    if (std::find(inputs_.begin(), inputs_.end(), id) != inputs_.end() && std::find(r.begin(), r.end(), n) == r.end()) r.push_back(n);
+                }
     return r;
 }
 
@@ -200,12 +221,14 @@ SpecializingSession::Entry SpecializingSession::specialize_for(const std::vector
             optimize(*g, o);
             validate(*g, &bad);
         }
-        if (bad.empty()) {
+        auto entry = [&](std::vector<std::string> cut_at) {
             Entry e;
             e.g = std::move(g);
             for (int id : e.g->inputs) e.feed.push_back(size_t(std::find(inputs_.begin(), inputs_.end(), id) - inputs_.begin()));
+            e.cut_at = std::move(cut_at);
             return e;
-        }
+        };
+        if (bad.empty()) return entry({});
         bool needs_only = std::all_of(bad.begin(), bad.end(), [](const UnsupportedOp& u) { return !u.needs_constant.empty(); });
         if (!needs_only) fail_specialization(*g, bad, inputs);  // freezing more would not make it run: report all now
         // values needed at compile time: freeze the graph inputs they come from and try again.
@@ -237,7 +260,15 @@ SpecializingSession::Entry SpecializingSession::specialize_for(const std::vector
                 for (int in : g->nodes[size_t(val.producer)].inputs) stack.push_back(in);
             }
         }
-        if (!progress) fail_specialization(*g, bad, inputs);
+        if (progress) continue;
+        // computed inside the graph: staged execution, the graph as far as it specialized cut at those values
+        std::vector<std::string> values;
+        for (auto& u : bad) {
+            int id = g->find(u.needs_constant);
+            if (id < 0 || g->values[size_t(id)].producer < 0 || !g->values[size_t(id)].has_shape) fail_specialization(*g, bad, inputs);
+            if (std::find(values.begin(), values.end(), u.needs_constant) == values.end()) values.push_back(u.needs_constant);
+        }
+        return entry(values);
     }
 }
 
@@ -267,6 +298,13 @@ void SpecializingSession::fail_specialization(const Graph& g, const std::vector<
 }
 
 Session& SpecializingSession::session_for(const std::vector<Tensor>& inputs) {
+    Entry& e = lookup_or_specialize(inputs);
+    if (e.s) return *e.s;
+    run_entry(e, inputs);  // staged: its stages specialize as they run
+    return *last_;
+}
+
+SpecializingSession::Entry& SpecializingSession::lookup_or_specialize(const std::vector<Tensor>& inputs) {
     std::vector<const Tensor*> given;
     for (auto& t : inputs) given.push_back(&t);
     std::vector<Shape> shapes = resolve_input_shapes(model_, inputs_, given, copts_);
@@ -277,13 +315,20 @@ Session& SpecializingSession::session_for(const std::vector<Tensor>& inputs) {
         lru_.splice(lru_.begin(), lru_, it->second);
         stats_.hits++;
         if (verbose_) fprintf(stderr, "onnx2ggml: specialization cache hit: %s\n", shown.c_str());
-        return *(last_ = lru_.front().s.get());
+        last_ = lru_.front().s.get();
+        return lru_.front();
     }
     if (single_)
         bad_input(model_.path + ": inputs of another shape or control value (" + (shown.empty() ? "a new signature" : shown) +
                   ") for a session that runs one signature (its host copies of the weights are gone)");
     auto t0 = std::chrono::steady_clock::now();
     while (lru_.size() >= max_) {  // make room first: its memory is free for the new one
+        if (lru_.back().cut)
+            for (auto* st : {lru_.back().cut->before.get(), lru_.back().cut->after.get()}) {
+                SpecializationStats x = st->stats();
+                evicted_stages_.hits += x.hits, evicted_stages_.misses += x.misses, evicted_stages_.evictions += x.evictions;
+                evicted_stages_.specialize_ms += x.specialize_ms;
+            }
         index_.erase(lru_.back().key);
         lru_.pop_back();
         stats_.evictions++;
@@ -291,6 +336,19 @@ Session& SpecializingSession::session_for(const std::vector<Tensor>& inputs) {
     last_ = nullptr;
     Entry e = specialize_for(inputs, shapes);
     key = signature(inputs, &(shown = ""));  // the control inputs found may have grown
+    if (!e.cut_at.empty()) {  // staged: the cut is this signature's entry
+        e.cut = make_cut(*e.g, e.cut_at);
+        e.key = key;
+        auto old = index_.find(key);
+        if (old != index_.end()) {
+            lru_.erase(old->second);
+            index_.erase(old);
+        }
+        lru_.push_front(std::move(e));
+        index_[key] = lru_.begin();
+        stats_.misses++;
+        return lru_.front();
+    }
     bool one = one_signature_ || (fixed_shapes_ && std::none_of(control_.begin(), control_.end(), [](bool c) { return c; }));
     if (one && lru_.empty()) {
         // the only signature there can be: the host copies of the weights go once they are uploaded
@@ -303,7 +361,8 @@ Session& SpecializingSession::session_for(const std::vector<Tensor>& inputs) {
     so.release_host_constants = single_;
     so.pool = &pool_;
     so.held_bytes = 0;
-    for (auto& c : lru_) so.held_bytes += c.s->buffer_bytes();
+    for (auto& c : lru_)
+        if (c.s) so.held_bytes += c.s->buffer_bytes();
     try {
         e.s = std::make_unique<Session>(*e.g, so);
     } catch (const Error& err) {  // e.g. over --max-memory: say which control values asked for it
@@ -330,16 +389,165 @@ Session& SpecializingSession::session_for(const std::vector<Tensor>& inputs) {
                 shown.c_str(), ms_str(ms).c_str(), lru_.size(), static_cast<unsigned long long>(stats_.evictions), ctl.empty() ? "none" : ctl.c_str(),
                 double(pool_.bytes()) / 1048576.0);
     }
-    return *(last_ = lru_.front().s.get());
+    last_ = lru_.front().s.get();
+    return lru_.front();
 }
 
 std::vector<Tensor> SpecializingSession::run(const std::vector<Tensor>& inputs) {
-    Session& s = session_for(inputs);
+    return run_entry(lookup_or_specialize(inputs), inputs);
+}
+
+std::vector<Tensor> SpecializingSession::run_entry(Entry& e, const std::vector<Tensor>& inputs) {
     stats_.runs++;
-    const Entry& e = lru_.front();
     std::vector<Tensor> feed;
     for (size_t k : e.feed) feed.push_back(inputs[k]);
-    return s.run(feed);
+    if (e.s) {
+        last_ = e.s.get();
+        return e.s->run(feed);
+    }
+    Cut& c = *e.cut;  // staged: stage 1, then stage 2 on its outputs
+    std::vector<Tensor> in1;
+    for (size_t k : c.before_feed) in1.push_back(feed[k]);
+    std::vector<Tensor> mid = c.before->run(in1);
+    std::vector<Tensor> in2;
+    for (auto& f : c.after_feed) in2.push_back(f.first ? mid[f.second] : feed[f.second]);
+    std::vector<Tensor> out2 = c.after->run(in2);
+    last_ = c.after->last();
+    std::vector<Tensor> out;
+    for (auto& o : c.outputs) out.push_back(o.first ? mid[o.second] : out2[o.second]);
+    return out;
+}
+
+// ---- staged execution -------------------------------------------------------------------------
+
+
+namespace {
+
+// The values node n reads: its inputs and the free variables of its subgraphs (an If branch reads
+// the values around it by name).
+std::vector<int> reads(const Graph& g, const Node& n) {
+    std::vector<int> r(n.inputs.begin(), n.inputs.end());
+    for (auto& kv : n.attrs)
+        if (kv.second.g)
+            for (auto& f : kv.second.g->free_vars) r.push_back(g.find(f));
+    return r;
+}
+
+// g keeping only the nodes `keep` (model order), with `inputs` and `outputs`; producers recomputed
+void restrict_graph(Graph& g, const std::vector<bool>& keep, std::vector<int> inputs, std::vector<int> outputs) {
+    std::vector<Node> nodes;
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+        if (keep[i]) nodes.push_back(std::move(g.nodes[i]));
+    g.nodes = std::move(nodes);
+    for (auto& v : g.values) v.producer = -1;
+    for (size_t k = 0; k < g.nodes.size(); ++k)
+        for (int o : g.nodes[k].outputs)
+            if (o >= 0) g.values[size_t(o)].producer = int(k);
+    g.inputs = std::move(inputs);
+    g.outputs = std::move(outputs);
+}
+
+}  // namespace
+
+std::shared_ptr<SpecializingSession::Cut> SpecializingSession::make_cut(const Graph& m, const std::vector<std::string>& values) const {
+    auto cut = std::make_shared<Cut>();
+    cut->values = values;
+    // a value both stages hold as it is: a constant (an initializer or a folded value)
+    auto is_const = [&](int v) { return v < 0 || m.values[size_t(v)].constant.has_value(); };
+    // stage 1: every node the cut values depend on (through values not yet constant)
+    std::vector<bool> first(m.nodes.size(), false);
+    std::vector<int> stack;
+    for (auto& n : values) stack.push_back(m.find(n));
+    while (!stack.empty()) {
+        int v = stack.back();
+        stack.pop_back();
+        int p = is_const(v) ? -1 : m.values[size_t(v)].producer;
+        if (p < 0 || first[size_t(p)]) continue;
+        first[size_t(p)] = true;
+        for (int in : reads(m, m.nodes[size_t(p)])) stack.push_back(in);
+    }
+    auto made_first = [&](int v) { return !is_const(v) && m.values[size_t(v)].producer >= 0 && first[size_t(m.values[size_t(v)].producer)]; };
+    // what crosses: the cut values, the stage-1 values stage 2 reads, the model outputs stage 1 makes
+    std::vector<int> crossing;
+    std::set<int> seen, read1, read2;
+    for (auto& n : values)
+        if (seen.insert(m.find(n)).second) crossing.push_back(m.find(n));
+    for (size_t i = 0; i < m.nodes.size(); ++i)
+        for (int v : reads(m, m.nodes[i])) {
+            (first[i] ? read1 : read2).insert(v);
+            if (!first[i] && made_first(v) && seen.insert(v).second) crossing.push_back(v);
+        }
+    std::vector<int> outs2;
+    for (int o : m.outputs) {
+        if (made_first(o)) {
+            if (seen.insert(o).second) crossing.push_back(o);
+            cut->outputs.push_back({true, size_t(std::find(crossing.begin(), crossing.end(), o) - crossing.begin())});
+        } else {
+            cut->outputs.push_back({false, outs2.size()});
+            outs2.push_back(o);
+            read2.insert(o);
+        }
+    }
+    std::vector<int> in1, in2;  // the graph inputs each stage reads (in the graph's order), then stage 2's crossing values
+    for (size_t k = 0; k < m.inputs.size(); ++k) {
+        if (read1.count(m.inputs[k])) in1.push_back(m.inputs[k]), cut->before_feed.push_back(k);
+        if (read2.count(m.inputs[k])) in2.push_back(m.inputs[k]), cut->after_feed.push_back({false, k});
+    }
+    for (size_t j = 0; j < crossing.size(); ++j)
+        if (read2.count(crossing[j])) in2.push_back(crossing[j]), cut->after_feed.push_back({true, j});
+    // each stage specialized by a SpecializingSession of its own (the --freeze values are constants already)
+    CompileOptions o = copts_;
+    o.frozen_inputs.clear();
+    Graph g1 = m, g2 = m;
+    restrict_graph(g1, first, in1, crossing);
+    std::vector<bool> second(m.nodes.size());
+    for (size_t i = 0; i < m.nodes.size(); ++i) second[i] = !first[i];
+    restrict_graph(g2, second, in2, outs2);
+    for (int v : in2) g2.values[size_t(v)].dim_params.assign(g2.values[size_t(v)].shape.size(), "");
+    cut->before = std::make_unique<SpecializingSession>(std::move(g1), o, sopts_, max_);
+    cut->after = std::make_unique<SpecializingSession>(std::move(g2), o, sopts_, max_);
+    for (auto* st : {cut->before.get(), cut->after.get()}) st->set_verbose(verbose_);
+    if (verbose_) {
+        std::string v;
+        for (auto& n : values) v += (v.empty() ? "" : ", ") + n;
+        if (v.size() > 300) v = v.substr(0, 300) + "... (" + std::to_string(values.size()) + " values)";
+        fprintf(stderr, "onnx2ggml: staged execution: %s computed in the graph decide%s compile-time facts: stage 1 runs %zu of %zu nodes\n", v.c_str(),
+                values.size() == 1 ? "s" : "", size_t(std::count(first.begin(), first.end(), true)), m.nodes.size());
+    }
+    return cut;
+}
+
+SpecializationStats SpecializingSession::stats() const {
+    SpecializationStats r = stats_;
+    auto add = [&](const SpecializationStats& x) {
+        r.hits += x.hits, r.misses += x.misses, r.evictions += x.evictions, r.specialize_ms += x.specialize_ms;
+    };
+    add(evicted_stages_);
+    for (auto& e : lru_)
+        if (e.cut)
+            for (auto* st : {e.cut->before.get(), e.cut->after.get()}) add(st->stats());
+    return r;
+}
+
+size_t SpecializingSession::cached() const {
+    size_t n = lru_.size();
+    for (auto& e : lru_)
+        if (e.cut) n += e.cut->before->cached() + e.cut->after->cached();
+    return n;
+}
+
+std::vector<std::string> SpecializingSession::cut_values() const {
+    std::vector<std::string> r;
+    auto add = [&](const std::string& v) {
+        if (std::find(r.begin(), r.end(), v) == r.end()) r.push_back(v);
+    };
+    for (auto& e : lru_)
+        if (e.cut) {
+            for (auto& v : e.cut->values) add(v);
+            for (auto* st : {e.cut->before.get(), e.cut->after.get()})
+                for (auto& v : st->cut_values()) add(v);
+        }
+    return r;
 }
 
 }  // namespace onnx2ggml

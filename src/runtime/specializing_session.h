@@ -11,6 +11,16 @@
 // Specialized graphs and their sessions are cached (LRU, at most max_specializations, the evicted
 // one's ggml memory released); the initializers' weights are uploaded once, into a WeightPool
 // that every specialization shares.
+//
+// Staged execution: when the value a node needs at compile time is computed inside the graph (a
+// NonZero of a computed mask, an If on a computed condition, a TopK whose k, a Reshape whose shape,
+// comes from data), freezing graph inputs cannot help. The graph (specialized as far as it goes for
+// this signature) is then cut there: stage 1 is the nodes that value depends on, with the values
+// stage 2 reads from them as its outputs; stage 2 is the rest, taking those values as inputs, the
+// needed one a control input (frozen per run, so its specialization is cached by that value like
+// any other). The cut is cached as this signature's entry; each stage is itself a
+// SpecializingSession, so stage 2 cuts again where it must (NonZero, then an If's branch, then the
+// NonMaxSuppression inside it). Models that need no cut stay one stage at no extra cost.
 #pragma once
 #include <list>
 #include <map>
@@ -50,12 +60,14 @@ public:
     // What run() takes, in order: the model's graph inputs less those bound with --freeze.
     const std::vector<int>& input_ids() const { return inputs_; }
     std::vector<Tensor> run(const std::vector<Tensor>& inputs);
-    // The session for these inputs, specialized (and cached) if their signature is new; not run.
+    // The session for these inputs, specialized (and cached) if their signature is new; not run
+    // (a staged model runs once to specialize its stages, and returns the last stage's session).
     Session& session_for(const std::vector<Tensor>& inputs);
-    Session* last() { return last_; }  // the session of the latest run / session_for
-    const SpecializationStats& stats() const { return stats_; }
+    Session* last() { return last_; }  // the session of the latest run / session_for (staged: the last stage's)
+    std::vector<std::string> cut_values() const;  // staged execution: the values the model is cut at (all stages)
+    SpecializationStats stats() const;  // staged: the stages' specializations counted too
     std::vector<std::string> control_inputs() const;  // found so far, by name (not the --freeze ones)
-    size_t cached() const { return lru_.size(); }
+    size_t cached() const;  // specializations held (staged: of every stage)
     uint64_t shared_weight_bytes() const { return pool_.bytes(); }
     void set_verbose(bool on) { verbose_ = on; }  // one line per run on stderr: hit or miss, signature, time
     // The caller runs one signature only (the CLI with one input set): with
@@ -65,13 +77,19 @@ public:
     void expect_one_signature() { one_signature_ = true; }
 
 private:
+    struct Cut;  // staged execution (specializing_session.cpp)
     struct Entry {
         std::string key;
         std::unique_ptr<Graph> g;
-        std::unique_ptr<Session> s;
-        std::vector<size_t> feed;  // per input of the specialized graph: its index in inputs_
+        std::unique_ptr<Session> s;    // or, staged, the cut (g: the graph as far as it specialized)
+        std::shared_ptr<Cut> cut;
+        std::vector<size_t> feed;      // per input of the specialized graph: its index in inputs_
+        std::vector<std::string> cut_at;  // the values computed in the graph that it needs at compile time
     };
+    Entry& lookup_or_specialize(const std::vector<Tensor>& inputs);
     Entry specialize_for(const std::vector<Tensor>& inputs, const std::vector<Shape>& shapes);
+    std::shared_ptr<Cut> make_cut(const Graph& g, const std::vector<std::string>& values) const;
+    std::vector<Tensor> run_entry(Entry& e, const std::vector<Tensor>& inputs);
     [[noreturn]] void fail_specialization(const Graph& g, const std::vector<UnsupportedOp>& bad, const std::vector<Tensor>& inputs) const;
     std::string control_summary(const std::vector<Tensor>& inputs) const;
     std::string signature(const std::vector<Tensor>& inputs, std::string* readable) const;
@@ -91,6 +109,7 @@ private:
     std::unordered_map<std::string, std::list<Entry>::iterator> index_;
     Session* last_ = nullptr;
     SpecializationStats stats_;
+    SpecializationStats evicted_stages_;  // the stages' counts of evicted staged entries
 };
 
 }  // namespace onnx2ggml

@@ -9,6 +9,13 @@ input sets (`--then`), every output matched against PyTorch per set: max |run - 
   lstm_vad      LSTM voice-activity-style model with state inputs (h, c), dynamic batch: three batches
   rss           a convolution at 50 distinct shapes in one session (cache of 8): peak RSS after the
                 50th within 1.2x of after the 8th (evicted specializations release their memory)
+  staged        data-dependent shapes and branches decided by values computed inside the graph (staged
+                execution): NonZero of a computed mask then Gather, an If on a computed condition, a
+                TopK whose k is counted from the data, NonZero then TopK (two cuts); against numpy, at
+                several inputs in one session (an empty NonZero among them), exact where the op is
+  ssdlite       torchvision ssdlite320_mobilenet_v3_large with its post-processing (per-class score
+                masks, TopK, an If, batched NonMaxSuppression; cut three times), two images in one
+                session, detections against PyTorch's as sets (boxes within 1e-4 of the image size)
 
 usage: dynamic_models.py ONNX2GGML WORKDIR [NAME ...]
 """
@@ -189,8 +196,138 @@ def test_rss(gen):
     assert rss[49] <= 1.2 * rss[7], "peak memory grows with the number of shapes seen"
 
 
+def test_staged(gen):
+    import onnx
+    from onnx import TensorProto as T, helper as h
+
+    def save(name, nodes, ins, outs, inits):
+        g = h.make_graph(nodes, name, ins, [h.make_tensor_value_info(o, t, None) for o, t in outs], initializer=inits)
+        p = os.path.join(WORK, "staged", name + ".onnx")
+        onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), p)
+        return p
+
+    consts = [h.make_tensor("zero", T.FLOAT, [], [0.0]), h.make_tensor("two", T.FLOAT, [], [2.0]), h.make_tensor("ax0", T.INT64, [1], [0])]
+    rng = np.random.default_rng(0)
+    x16 = [rng.standard_normal(16).astype(np.float32) for _ in range(2)] + [-np.abs(rng.standard_normal(16)).astype(np.float32)]
+
+    def nonzero_ref(x):
+        r = np.maximum(x, 0)
+        return [r[np.nonzero(r > 0)[0]] * 2]
+    p = save("nonzero", [h.make_node("Relu", ["x"], ["r"]), h.make_node("Greater", ["r", "zero"], ["m"]), h.make_node("NonZero", ["m"], ["nz"]),
+                         h.make_node("Squeeze", ["nz", "ax0"], ["i"]), h.make_node("Gather", ["r", "i"], ["g"]), h.make_node("Mul", ["g", "two"], ["y"])],
+             [h.make_tensor_value_info("x", T.FLOAT, [16])], [("y", T.FLOAT)], consts)
+    run_staged_sets("nonzero", p, x16, nonzero_ref, exact=True)
+
+    then_g = h.make_graph([h.make_node("Mul", ["x", "two"], ["t"])], "then", [], [h.make_tensor_value_info("t", T.FLOAT, None)])
+    else_g = h.make_graph([h.make_node("Sub", ["x", "two"], ["e"])], "else", [], [h.make_tensor_value_info("e", T.FLOAT, None)])
+    p = save("if_computed", [h.make_node("ReduceSum", ["x"], ["s"], keepdims=0), h.make_node("Greater", ["s", "zero"], ["c"]),
+                             h.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)],
+             [h.make_tensor_value_info("x", T.FLOAT, [2, 3])], [("y", T.FLOAT), ("s", T.FLOAT)], consts)
+    x23 = [rng.standard_normal((2, 3)).astype(np.float32) + d for d in (1, -1, 1)]
+    run_staged_sets("if_computed", p, x23, lambda x: [x * 2 if x.sum() > 0 else x - 2, np.float32(x.sum())])
+
+    def topk_ref(x):  # k = the number of positive values; ties: the lower index first
+        ix = np.argsort(-x, kind="stable")[: int((x > 0).sum())]
+        return [x[ix], ix]
+    p = save("topk_count", [h.make_node("Greater", ["x", "zero"], ["m"]), h.make_node("Cast", ["m"], ["mi"], to=T.INT64),
+                            h.make_node("ReduceSum", ["mi"], ["k"], keepdims=1), h.make_node("TopK", ["x", "k"], ["v", "ix"])],
+             [h.make_tensor_value_info("x", T.FLOAT, [16])], [("v", T.FLOAT), ("ix", T.INT64)], consts)
+    run_staged_sets("topk_count", p, x16, topk_ref, exact=True)
+
+    def two_cuts_ref(x):  # y = twice the positive values, then the top k of y, k = how many of y exceed 2
+        y = nonzero_ref(x)[0]
+        ix = np.argsort(-y, kind="stable")[: int((y > 2).sum())]
+        return [y[ix]]
+    p = save("two_cuts", [h.make_node("Relu", ["x"], ["r"]), h.make_node("Greater", ["r", "zero"], ["m"]), h.make_node("NonZero", ["m"], ["nz"]),
+                          h.make_node("Squeeze", ["nz", "ax0"], ["i"]), h.make_node("Gather", ["r", "i"], ["g"]), h.make_node("Mul", ["g", "two"], ["y"]),
+                          h.make_node("Greater", ["y", "two"], ["big"]), h.make_node("Cast", ["big"], ["bi"], to=T.INT64),
+                          h.make_node("ReduceSum", ["bi"], ["k"], keepdims=1), h.make_node("TopK", ["y", "k"], ["v", "ix"])],
+             [h.make_tensor_value_info("x", T.FLOAT, [16])], [("v", T.FLOAT)], consts)
+    run_staged_sets("two_cuts", p, x16, two_cuts_ref, exact=True, cuts=2)
+
+
+def test_ssdlite(gen):
+    m = torchvision.models.detection.ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None, num_classes=11,
+                                                                    score_thresh=0.05, detections_per_img=40).eval()
+    randomize(m, gen)
+    # images with structure (smooth blobs) and noise
+    def image():
+        blobs = torch.nn.functional.interpolate(torch.rand(1, 3, 6, 6, generator=gen), size=(320, 320), mode="bilinear", align_corners=True)[0]
+        return 0.8 * blobs + 0.2 * torch.rand(3, 320, 320, generator=gen)
+    with torch.no_grad():
+        # BatchNorm statistics recalibrated on such images (random weights with made-up statistics saturate
+        # the activations: constant features, detections whose scores tie to 1e-7 and whose NMS is then a
+        # coin toss), and informative head weights (the default init gives a near-uniform softmax)
+        for mod in m.backbone.modules():
+            if isinstance(mod, nn.BatchNorm2d):
+                mod.reset_running_stats()
+                mod.momentum = None
+        m.backbone.train()
+        m.backbone((torch.stack([image() for _ in range(8)]) - 0.45) / 0.225)
+        m.backbone.eval()
+        for prm in m.head.parameters():
+            prm.copy_(torch.randn(prm.shape, generator=gen) * 0.3)
+    d = os.path.join(WORK, "ssdlite")
+    p = os.path.join(d, "model.onnx")
+    xs = [image() for _ in range(2)]
+    torch.onnx.export(m, ([xs[0]],), p, opset_version=17, input_names=["x"], output_names=["boxes", "scores", "labels"])
+    args = [BIN, "run", p, "--output-dir", os.path.join(d, "out"), "--threads", "2", "--verbose"]
+    for k, x in enumerate(xs):
+        f = os.path.join(d, f"x{k}.npy")
+        np.save(f, x.numpy())
+        args += (["--then"] if k else []) + ["--input", f"x={f}"]
+    r = sh(args)
+    assert r.stderr.count("staged execution") >= 2, r.stderr[-3000:]
+    for k, x in enumerate(xs):
+        with torch.no_grad():
+            ref = m([x])[0]
+        want = [ref["boxes"].numpy(), ref["scores"].numpy(), ref["labels"].numpy()]
+        got = [np.load(os.path.join(d, "out", str(k), f"output_{i}.npy")) for i in range(3)]
+        assert len(want[1]) >= 5, f"ssdlite image {k}: only {len(want[1])} detections (degenerate test)"
+        assert [g.shape for g in got] == [w.shape for w in want], f"ssdlite image {k}: shapes {[g.shape for g in got]} vs {[w.shape for w in want]}"
+        assert got[2].dtype == np.int64 and np.array_equal(np.sort(got[2]), np.sort(want[2])), f"ssdlite image {k}: labels differ"
+
+        # detections as sets: each of PyTorch's matched to one of ours with its label, its score (near-ties
+        # order either way) and its box
+        used, score_err, box_err = set(), 0.0, 0.0
+        smax = float(np.abs(want[1]).max())
+        for j in range(len(want[1])):
+            cand = [i for i in range(len(got[1])) if i not in used and got[2][i] == want[2][j] and abs(float(got[1][i]) - float(want[1][j])) <= TOL * smax]
+            best = min(cand, key=lambda i: float(np.abs(got[0][i].astype(np.float64) - want[0][j]).max()), default=None)
+            assert best is not None, f"ssdlite image {k}: PyTorch's detection {j} (label {want[2][j]}, score {want[1][j]}) has no match"
+            used.add(best)
+            score_err = max(score_err, abs(float(got[1][best]) - float(want[1][j])) / smax)
+            box_err = max(box_err, float(np.abs(got[0][best].astype(np.float64) - want[0][j]).max()) / 320.0)
+        print(f"ssdlite image {k}: {len(want[1])} detections matched, scores error / max {score_err:.3g}, boxes error / image size {box_err:.3g}")
+        assert score_err <= TOL and box_err <= TOL, f"ssdlite image {k}: detections differ from PyTorch's"
+
+
+def run_staged_sets(name, path, xs, ref, exact=False, cuts=1):  # cuts: at least, nested (a cut per stage-2 signature)
+    """One `onnx2ggml run --verbose` over every input; each output against numpy's (exact, or within TOL)."""
+    d = os.path.join(WORK, "staged", name)
+    os.makedirs(d, exist_ok=True)
+    args = [BIN, "run", path, "--output-dir", os.path.join(d, "out"), "--threads", "2", "--verbose"]
+    for k, x in enumerate(xs):
+        f = os.path.join(d, f"x{k}.npy")
+        np.save(f, x)
+        args += (["--then"] if k else []) + ["--input", f"x={f}"]
+    r = sh(args)
+    assert r.stderr.count("staged execution") >= cuts, f"{name}: not cut {cuts} time(s)\n{r.stderr[-2000:]}"
+    for k, x in enumerate(xs):
+        for i, want in enumerate(ref(x)):
+            want = np.asarray(want)
+            got = np.load(os.path.join(d, "out", str(k), f"output_{i}.npy"))
+            assert got.shape == want.shape and got.dtype == want.dtype, f"{name} input {k} output {i}: {got.shape} {got.dtype}, numpy {want.shape} {want.dtype}"
+            if exact:
+                assert np.array_equal(got, want), f"{name} input {k} output {i}: {got} != {want}"
+            else:
+                err = float(np.abs(got.astype(np.float64) - want).max()) / max(float(np.abs(want).max()), 1e-30)
+                assert err <= TOL, f"{name} input {k} output {i}: error {err:.3g}"
+            print(f"{name} input {k} output {i}: shape {got.shape} matches numpy{' exactly' if exact else ''}")
+
+
 def main():
-    names = sys.argv[3:] or ["resnet18", "encoder", "if_scripted", "lstm_vad", "rss"]
+    names = sys.argv[3:] or ["resnet18", "encoder", "if_scripted", "lstm_vad", "rss", "staged", "ssdlite"]
     for n in names:
         shutil.rmtree(os.path.join(WORK, n), ignore_errors=True)
         os.makedirs(os.path.join(WORK, n))
