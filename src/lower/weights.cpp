@@ -27,6 +27,17 @@ WeightRule parse_weight_rule(const std::string& text) {
     return r;
 }
 
+// A _K type's rows that do not divide into 256 values: the 32-value type of about as many bits (as llama.cpp does)
+static ggml_type k_fallback(ggml_type t) {
+    switch (t) {
+        case GGML_TYPE_Q2_K: case GGML_TYPE_Q3_K: return GGML_TYPE_Q4_0;
+        case GGML_TYPE_Q4_K: return GGML_TYPE_Q5_0;
+        case GGML_TYPE_Q5_K: return GGML_TYPE_Q5_1;
+        case GGML_TYPE_Q6_K: return GGML_TYPE_Q8_0;
+        default: return t;
+    }
+}
+
 ggml_type WeightRules::choose(const std::string& name, const Shape& s, bool transpose, bool conv_kernel) const {
     ggml_type t = base;
     bool ruled = false;
@@ -37,6 +48,7 @@ ggml_type WeightRules::choose(const std::string& name, const Shape& s, bool tran
     if (!ruled && (n < kSmallWeight || big < 2)) t = GGML_TYPE_F32;
     // a quantized type's blocks run along a row (ggml's ne[0]: the stored last dim)
     int64_t row = s.empty() ? 1 : transpose ? (s.size() >= 2 ? s[s.size() - 2] : 1) : s.back();
+    if (ggml_is_quantized(t) && !conv_kernel && row % ggml_blck_size(t) != 0) t = k_fallback(t);  // rows of 32k, not 256k
     if (ggml_is_quantized(t) && (conv_kernel || row % ggml_blck_size(t) != 0)) t = GGML_TYPE_F16;
     return t;
 }

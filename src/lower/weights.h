@@ -6,9 +6,10 @@
 //      search, ECMAScript) the ONNX initializer's name gives the type;
 //   2. the default: a weight with fewer than kSmallWeight elements, or with a single dim above 1, stays f32;
 //   3. --weights TYPE (f32 when not given).
-// Then what ggml can store: under a quantized type, convolution kernels and matrices whose rows (the stored
-// ne[0]) do not divide into the type's blocks (32 values; 256 for the _K types) are stored f16. Constants
-// that are not a MatMul/Gemm/Conv weight (biases, norm scales, ...) are always f32.
+// Then what ggml can store: under a quantized type, convolution kernels are stored f16; a matrix whose rows
+// (the stored ne[0]) do not divide into 256 values takes, for a _K type, the 32-value type of about as many
+// bits (q2_K, q3_K -> q4_0; q4_K -> q5_0; q5_K -> q5_1; q6_K -> q8_0), and rows that do not divide into 32
+// are stored f16. Constants that are not a MatMul/Gemm/Conv weight (biases, norm scales, ...) are always f32.
 #pragma once
 #include <cstdint>
 #include <memory>
