@@ -1,4 +1,4 @@
-// The onnx2ggml command: inspect / run / compile / check / bench.
+// The onnx2ggml command: inspect / run / compile / check / bench / compare / quantize.
 // Exit codes: 0 ok, 1 numeric mismatch, 2 bad usage or bad input, 3 unsupported model, 4 internal error.
 #include <dirent.h>
 #include <sys/resource.h>
@@ -38,6 +38,8 @@ const char* kUsage =
     "                [--then --input ... (another input set, same session)] [--output-dir DIR] [--backend NAME|auto]\n"
     "                [--threads N] [--profile] [--verbose] [--max-specializations N]\n"
     "  compile MODEL -o OUTDIR [--input-shape NAME=DIMS ...]\n"
+    "  quantize MODEL -o FILE.gguf --weights TYPE [--weights-rule REGEX=TYPE ...] [--input-shape NAME=DIMS ...]\n"
+    "          (the model's weights stored in those types; run/check/bench/compare/compile --gguf FILE.gguf take them as they are)\n"
     "  check   MODEL --input NAME=FILE.npy ... --expect NAME=FILE.npy ... [--then --input ... --expect ...] [--rtol R] [--atol A]\n"
     "  check   TESTDIR [--reference host]  (an ONNX backend-test folder: model.onnx + test_data_set_*/; --reference host:\n"
     "          the outputs of compare's host reference, float64 host evaluators, instead of ggml's)\n"
@@ -49,7 +51,14 @@ const char* kUsage =
     "dynamic dims are taken from the --input files (--input-shape: for --random-inputs and compile)\n"
     "common: --max-memory SIZE (e.g. 4G; default: physical memory), --freeze NAME=FILE.npy (bind a graph input to a value at compile time), --no-optimize, --disable-pass NAME,\n"
     "        --weights f32|f16|q8_0|q5_0|q5_1|q4_0|q4_1|q2_K|q3_K|q4_K|q5_K|q6_K (how MatMul/Gemm/Conv weights are stored in the\n"
-    "          runtime and the GGUF; default f32; convolution kernels stay f16 under the quantized types)\n"
+    "          runtime and the GGUF; default f32), --weights-rule 'REGEX=TYPE' (repeatable). A weight's type, first that applies:\n"
+    "          1. the first --weights-rule whose REGEX matches (std::regex search) the ONNX initializer's name;\n"
+    "          2. a weight of fewer than 4096 elements or with one dim above 1 stays f32; 3. --weights.\n"
+    "          Under a quantized type, convolution kernels are f16; rows not dividing into 256 take for a _K type q4_0 (q2_K,\n"
+    "          q3_K), q5_0 (q4_K), q5_1 (q5_K) or q8_0 (q6_K); rows not dividing into 32 are f16;\n"
+    "          biases, norm scales and other constants are always f32. A rule naming no initializer: a warning.\n"
+    "        --gguf FILE (run/check/bench/compare/compile: the initializers' weights from a GGUF written by quantize or\n"
+    "          compile, as stored, with its rules unless --weights/--weights-rule are given; one for another model: exit 2)\n"
     "        --quiet (no progress bars; they are drawn on a terminal only, for steps longer than half a second)\n"
     "exit codes: 0 ok, 1 numeric mismatch, 2 bad usage or input, 3 unsupported model, 4 internal error\n";
 
@@ -69,7 +78,8 @@ struct Args {
     bool json = false, ggml = false, has_seed = false, profile = false, verbose = false;
     uint64_t seed = 0;
     double rtol = 1e-3, atol = 1e-7;
-    ggml_type weights = GGML_TYPE_F32;  // --weights
+    WeightRules weights;                // --weights, --weights-rule
+    std::string gguf;                   // --gguf
     std::string reference = "host";  // compare; check TESTDIR --reference host
     bool reference_given = false;
     std::string dot, svg;            // inspect, compare: pictures
@@ -144,9 +154,11 @@ Args parse(int argc, char** argv) {
         else if (s == "--no-optimize") a.copts.optimize = false;
         else if (s == "--weights") {
             std::string w = next();
-            a.weights = weight_type_by_name(w);
-            if (a.weights == GGML_TYPE_COUNT) bad_input("--weights takes " + weight_type_names() + ", not '" + w + "'");
+            a.weights.base = weight_type_by_name(w);
+            if (a.weights.base == GGML_TYPE_COUNT) bad_input("--weights takes " + weight_type_names() + ", not '" + w + "'");
         }
+        else if (s == "--weights-rule") a.weights.rules.push_back(parse_weight_rule(next()));
+        else if (s == "--gguf") a.gguf = next();
         else if (s == "--disable-pass") a.copts.disabled_passes.push_back(next());
         else if (s == "-h" || s == "--help") { std::cout << kUsage; exit(0); }
         else if (!s.empty() && s[0] == '-') bad_input("unknown option '" + s + "'\n" + kUsage);
@@ -206,10 +218,24 @@ std::vector<Tensor> gather_inputs(const SpecializingSession& s, const Args& a, c
     return r;
 }
 
+// The weights' rules of a command on the model `loaded` (as loaded, before passes): --weights and
+// --weights-rule (a warning for a rule naming no initializer); with --gguf, the GGUF's weights (refused
+// when written for another model) and, unless rules are given, the rules it was written with.
+WeightRules rules_for(const Args& a, const Graph& loaded) {
+    warn_unmatched_rules(a.weights, loaded);
+    if (a.gguf.empty()) return a.weights;
+    auto gw = std::make_shared<const GgufWeights>(a.gguf);
+    gw->check_model(loaded);
+    WeightRules r = a.weights.user_given() ? a.weights : gw->recorded_rules();
+    r.gguf = gw;
+    return r;
+}
+
 // The session of run/check/bench: the model specialized per input set (shapes and control values).
 std::unique_ptr<SpecializingSession> open_session(const Args& a, bool release_host_constants) {
-    SessionOptions so{a.backend, a.threads, a.weights, release_host_constants};
-    auto s = std::make_unique<SpecializingSession>(load_onnx(a.model), a.copts, so, a.max_specs);
+    Graph g = load_onnx(a.model);
+    SessionOptions so{a.backend, a.threads, rules_for(a, g), release_host_constants};
+    auto s = std::make_unique<SpecializingSession>(std::move(g), a.copts, so, a.max_specs);
     s->set_verbose(a.verbose);
     if (a.sets.size() == 1) s->expect_one_signature();
     return s;
@@ -447,11 +473,54 @@ int cmd_run(const Args& a) {
 
 int cmd_compile(const Args& a) {
     if (a.outdir.empty()) bad_input("compile needs -o OUTDIR");
-    Graph g = prepare(a.model, a.copts);
-    EmitReport r = emit_project(g, a.outdir, a.model, a.weights);
+    Graph g = load_onnx(a.model);  // prepare(), with the weights' rules and the GGUF's model key taken as loaded
+    WeightRules rules = rules_for(a, g);
+    GgufMeta meta = gguf_model_meta(g, rules);
+    specialize(g, a.copts);
+    optimize(g, a.copts);
+    validate(g);
+    EmitReport r = emit_project(g, a.outdir, a.model, rules, meta);
     std::cout << "wrote " << a.outdir << ": model.cpp (" << r.lines << " lines), model.h, main.cpp, npy.h, o2g_info.h, o2g_kernels.h, o2g_onednn.h, CMakeLists.txt, model.gguf ("
               << r.weights << " weights, " << r.weight_bytes << " bytes)\n"
               << "build: cmake -S " << a.outdir << " -B " << a.outdir << "/build && cmake --build " << a.outdir << "/build\n";
+    return 0;
+}
+
+// `quantize`: the GGUF of the initializers' weights as the rules store them (the writer of `compile`), read
+// by --gguf. The stored forms (type, transposition, shape) are those of the lowering: the graph is prepared
+// and lowered as `run` would (dynamic dims: --input-shape).
+int cmd_quantize(const Args& a) {
+    if (a.outdir.empty()) bad_input("quantize needs -o FILE.gguf");
+    if (!a.gguf.empty()) bad_input("quantize takes the weights from the model, not --gguf");
+    Graph g = load_onnx(a.model);
+    WeightRules rules = rules_for(a, g);
+    GgufMeta meta = gguf_model_meta(g, rules);
+    specialize(g, a.copts);
+    optimize(g, a.copts);
+    validate(g);
+    auto bg = build_graph(g, false, rules);
+    std::vector<Weight> ws;
+    std::set<std::string> seen;
+    std::map<std::string, int> per_type;
+    size_t bytes = 0;
+    for (const Weight& w : bg->b->weights) {
+        if (!w.initializer || w.onnx_name.empty()) continue;  // derived constants are made at load
+        std::string key = w.onnx_name + "|" + std::to_string(w.transpose) + "|" + ggml_type_name(w.t->type);
+        for (int d = 0; d < 4; ++d) key += "|" + std::to_string(w.t->ne[d]);
+        if (!seen.insert(key).second) continue;
+        ws.push_back(w);
+        per_type[ggml_type_name(w.t->type)]++;
+        bytes += ggml_nbytes(w.t);
+    }
+    std::vector<std::pair<std::string, std::string>> strings = {
+        {"general.architecture", "onnx2ggml"}, {"onnx2ggml.source", a.model}, {"onnx2ggml.producer", g.producer},
+        {"onnx2ggml.version", ONNX2GGML_VERSION " (commit " ONNX2GGML_COMMIT ")"}};
+    strings.insert(strings.end(), meta.strings.begin(), meta.strings.end());
+    write_gguf(a.outdir, ws, strings, meta.arrays);
+    std::cout << "wrote " << a.outdir << ": " << ws.size() << " weights, " << bytes << " bytes (";
+    bool first = true;
+    for (auto& kv : per_type) std::cout << (first ? "" : ", ") << kv.first << ": " << kv.second, first = false;
+    std::cout << ")\n";
     return 0;
 }
 
@@ -493,15 +562,17 @@ Tensor bf16_bits(Tensor t, DType want) {
 // `compare`: the table in graph order, the first divergence marked; exit 1 when there is one
 int cmd_compare(const Args& a) {
     std::map<std::string, Tensor> ins;
+    WeightRules rules;
     {
         auto ss = open_session(a, false);  // only to gather the inputs as `run` does (files, random, shapes)
         std::vector<Tensor> v = gather_inputs(*ss, a, a.sets[0]);
         for (size_t k = 0; k < v.size(); ++k) ins[ss->model().values[size_t(ss->input_ids()[k])].name] = v[k];
+        rules = ss->options().weights;
     }
     CompareOptions o;
     o.reference = a.reference;
     o.tolerance = a.tolerance;
-    o.session = SessionOptions{a.backend, a.threads, a.weights};
+    o.session = SessionOptions{a.backend, a.threads, rules};
     o.session.no_inplace = a.no_inplace;
     o.copts = a.copts;
     o.picture = !a.dot.empty() || !a.svg.empty();
@@ -681,6 +752,7 @@ int main(int argc, char** argv) {
         if (a.cmd == "inspect") return cmd_inspect(a);
         if (a.cmd == "run") return cmd_run(a);
         if (a.cmd == "compile") return cmd_compile(a);
+        if (a.cmd == "quantize") return cmd_quantize(a);
         if (a.cmd == "check") return cmd_check(a);
         if (a.cmd == "compare") return cmd_compare(a);
         if (a.cmd == "bench") return cmd_bench(a);

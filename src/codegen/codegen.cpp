@@ -37,9 +37,22 @@ static void make_dirs(const std::string& dir) {
     }
 }
 
-void write_gguf(const std::string& path, const std::vector<Weight>& weights, const std::vector<std::pair<std::string, std::string>>& meta) {
+static void set_arr_str(gguf_context* gg, const std::string& key, const std::vector<std::string>& v) {
+    std::vector<const char*> p;
+    for (auto& s : v) p.push_back(s.c_str());
+    gguf_set_arr_str(gg, key.c_str(), p.data(), p.size());
+}
+
+void write_gguf(const std::string& path, const std::vector<Weight>& weights, const std::vector<std::pair<std::string, std::string>>& meta,
+                const std::vector<std::pair<std::string, std::vector<std::string>>>& arrays) {
     gguf_context* gg = gguf_init_empty();
     for (auto& kv : meta) gguf_set_val_str(gg, kv.first.c_str(), kv.second.c_str());
+    for (auto& kv : arrays) set_arr_str(gg, kv.first, kv.second);
+    std::vector<std::string> onnx_names;
+    std::vector<uint8_t> transposed;
+    for (const auto& w : weights) onnx_names.push_back(w.initializer ? w.onnx_name : ""), transposed.push_back(w.transpose);
+    set_arr_str(gg, gguf_keys::onnx_names, onnx_names);
+    gguf_set_arr_data(gg, gguf_keys::transposed, GGUF_TYPE_UINT8, transposed.data(), transposed.size());
     ggml_init_params p = {ggml_tensor_overhead() * (weights.size() + 1), nullptr, true};
     ggml_context* tctx = ggml_init(p);
     for (const auto& w : weights) {
@@ -84,7 +97,16 @@ static std::string io_table(const Graph& g, const std::vector<int>& ids, const c
     return s.str();
 }
 
-EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& model_path, ggml_type weight_type) {
+GgufMeta gguf_model_meta(const Graph& loaded, const WeightRules& rules) {
+    GgufMeta m;
+    std::vector<std::string> sigs = initializer_signatures(loaded), texts;
+    for (auto& r : rules.rules) texts.push_back(r.text);
+    m.strings = {{gguf_keys::model_key, model_key(sigs)}, {gguf_keys::weights, ggml_type_name(rules.base)}};
+    m.arrays = {{gguf_keys::initializers, sigs}, {gguf_keys::rules, texts}};
+    return m;
+}
+
+EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& model_path, const WeightRules& weight_rules, const GgufMeta& model_meta) {
     for (int id : g.inputs)
         if (g.values[id].shape.size() > 8) unsupported(g.path + ": input rank above 8");
     for (int id : g.outputs)
@@ -96,7 +118,7 @@ EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& 
             if (!device_computable(g.values[id].dtype))
                 unsupported(g.path + ": graph " + (ids == &g.inputs ? "input '" : "output '") + g.values[id].name + "' has dtype " +
                             dtype_name(g.values[id].dtype) + ": generated programs take float32, bool, int32 and int64 tensors (`run` takes all)");
-    auto bg = build_graph(g, true, weight_type);
+    auto bg = build_graph(g, true, weight_rules);
     Builder& b = *bg->b;
     for (size_t k = 0; k < g.outputs.size(); ++k)
         if (!b.outputs[k] && shape_numel(g.values[g.outputs[k]].shape) > 0)
@@ -148,7 +170,8 @@ EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& 
     std::vector<std::pair<std::string, std::string>> meta = {
         {"general.architecture", "onnx2ggml"}, {"onnx2ggml.source", model_path}, {"onnx2ggml.producer", g.producer},
         {"onnx2ggml.version", ONNX2GGML_VERSION " (commit " ONNX2GGML_COMMIT ")"}};
-    write_gguf(outdir + "/model.gguf", b.weights, meta);
+    meta.insert(meta.end(), model_meta.strings.begin(), model_meta.strings.end());
+    write_gguf(outdir + "/model.gguf", b.weights, meta, model_meta.arrays);
 
     EmitReport r;
     r.weights = b.weights.size();

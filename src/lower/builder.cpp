@@ -53,6 +53,11 @@ std::string weight_type_names() {
 }
 
 Tensor Weight::data() const {
+    if (gguf) {
+        Tensor d = gguf->read(gguf_index);
+        if (d.nbytes() != ggml_nbytes(t)) internal_error("GGUF weight size differs from its ggml tensor");
+        return d;
+    }
     Tensor h = transpose ? host.transposed_last2() : host;
     if (ggml_is_quantized(t->type)) {  // ggml's quantizer, row by row (a row: ne[0] elements)
         Tensor f = h.cast(DType::F32);
@@ -84,12 +89,21 @@ ggml_tensor* Builder::weight(const Tensor& host, ggml_type type, const std::stri
     if (transpose && r < 2) internal_error("transposed weight of rank < 2");
     for (int i = 0; i < r; ++i) ne[i] = host.shape[r - 1 - i];
     if (transpose) std::swap(ne[0], ne[1]);
+    auto made = [&](ggml_tensor* t) {
+        Weight w;
+        w.onnx_name = onnx_name, w.host = host, w.t = t, w.transpose = transpose, w.initializer = shareable;
+        if (weight_rules.gguf && shareable && !onnx_name.empty()) {
+            w.gguf = weight_rules.gguf;
+            w.gguf_index = w.gguf->find(onnx_name, transpose, type, ne);
+        }
+        weights.push_back(std::move(w));
+    };
     if (share && shareable && !record_) {
         std::string key = onnx_name + "|" + ggml_type_name(type) + "|" + std::to_string(ne[0]) + "x" + std::to_string(ne[1]) + "x" +
                           std::to_string(ne[2]) + "x" + std::to_string(ne[3]) + (transpose ? "|T" : "");
         bool fresh = false;
         ggml_tensor* t = share->get(key, type, ne, &fresh);
-        if (fresh) weights.push_back(Weight{onnx_name, host, t, transpose});
+        if (fresh) made(t);
         return t;
     }
     reserve(wctx);
@@ -97,7 +111,7 @@ ggml_tensor* Builder::weight(const Tensor& host, ggml_type type, const std::stri
     std::string wname = "w" + std::to_string(weights.size());
     ggml_set_name(t, wname.c_str());
     if (record_) vars_[t] = "w[" + std::to_string(weights.size()) + "]";
-    weights.push_back(Weight{onnx_name, host, t, transpose});
+    made(t);
     return t;
 }
 

@@ -10,6 +10,7 @@
 
 #include "ggml.h"
 #include "ir/tensor.h"
+#include "lower/weights.h"
 
 namespace onnx2ggml {
 
@@ -22,6 +23,9 @@ struct Weight {
     Tensor host;            // source data, row-major, rank <= 4
     ggml_tensor* t = nullptr;
     bool transpose = false; // store host transposed in its last two dims
+    bool initializer = false;  // host is an initializer's value (as loaded: the same in every specialization)
+    std::shared_ptr<const GgufWeights> gguf;  // --gguf: the stored bytes are its tensor gguf_index
+    int64_t gguf_index = -1;
     Tensor data() const;    // the bytes as stored: ggml_nbytes(t) of them
 };
 
@@ -56,10 +60,9 @@ public:
     // `shareable`: host is an initializer's value, the same in every specialization of the model
     ggml_tensor* weight(const Tensor& host, ggml_type type, const std::string& onnx_name, bool transpose = false, bool shareable = false);
     WeightShare* share = nullptr;  // where shareable weights live (none: every weight is this graph's)
-    // How the float MatMul/Gemm/Conv weights are stored (--weights): F32, F16 or one of ggml's quantized
-    // types (a matrix whose rows do not divide into the type's blocks stays F16, and so do convolution
-    // kernels under a quantized type: LowerCtx::matrix_weight)
-    ggml_type weight_type = GGML_TYPE_F32;
+    // How the float MatMul/Gemm/Conv weights are stored (--weights, --weights-rule: WeightRules::choose),
+    // and where an initializer's stored bytes come from (--gguf: read as they are, not converted again)
+    WeightRules weight_rules;
     // `compare`: keep every value readable after a run: plain layouts only (no backend-private
     // layouts between nodes); lower_graph then fills `values` and `node_ops`
     bool keep_values = false;

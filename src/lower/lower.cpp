@@ -33,11 +33,8 @@ ggml_tensor* LowerCtx::constant(const Tensor& t, ggml_type type) {
 ggml_tensor* LowerCtx::matrix_weight(int i, const Shape& s, bool transpose, bool conv_kernel) {
     Value& v = in(i);
     if (s.size() > 4) fail_unsupported("constant matrix of rank > 4");
-    ggml_type type = v.dtype == DType::F32 ? b.weight_type : GGML_TYPE_F32;
-    // a quantized type's blocks run along a row (ggml's ne[0]: the stored last dim): rows that do not
-    // divide into blocks, and convolution kernels (ggml's direct convolutions take F32/F16), stay F16
-    int64_t row = s.empty() ? 1 : transpose ? (s.size() >= 2 ? s[s.size() - 2] : 1) : s.back();
-    if (ggml_is_quantized(type) && (conv_kernel || row % ggml_blck_size(type) != 0)) type = GGML_TYPE_F16;
+    // the rule set (lower/weights.h); quantized only where ggml's kernels take it
+    ggml_type type = v.dtype == DType::F32 ? b.weight_rules.choose(v.name, s, transpose, conv_kernel) : GGML_TYPE_F32;
     return b.weight(cval(i).reshaped(s), type, v.name, transpose, v.is_initializer);
 }
 

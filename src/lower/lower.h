@@ -54,7 +54,7 @@ public:
     ggml_tensor* constant(const Tensor& t, ggml_type type = GGML_TYPE_F32);  // a derived weight
     // The constant right-hand side of a MatMul/Gemm/Conv, stored as ggml_mul_mat's first operand:
     // transposed in its last two dims when `transpose`, in the type --weights asks for
-    // Builder::weight_type (quantized only where ggml's kernels take it: not for a convolution's kernel).
+    // WeightRules::choose (quantized only where ggml's kernels take it: not for a convolution's kernel).
     ggml_tensor* matrix_weight(int i, const Shape& s, bool transpose, bool conv_kernel = false);
     ggml_tensor* scalar(float v) { return constant(Tensor::from_f32({v}, {})); }
     void set(int i, ggml_tensor* t);             // result of output i, checked against its shape

@@ -11,7 +11,7 @@ BuiltGraph::~BuiltGraph() {
     if (wctx) ggml_free(wctx);
 }
 
-std::unique_ptr<BuiltGraph> build_graph(Graph& g, bool record, ggml_type weight_type, WeightShare* share, bool keep_values, bool no_inplace) {
+std::unique_ptr<BuiltGraph> build_graph(Graph& g, bool record, const WeightRules& weight_rules, WeightShare* share, bool keep_values, bool no_inplace) {
     size_t n = g.nodes.size() + g.values.size() + 64;
     size_t tensors = std::min<size_t>(16 * n, size_t(1) << 20);
     for (;;) {  // the lowering's tensor count is not known up front: grow the contexts until it fits
@@ -24,7 +24,7 @@ std::unique_ptr<BuiltGraph> build_graph(Graph& g, bool record, ggml_type weight_
         bg->cctx = ggml_init(cp);
         if (!bg->wctx || !bg->cctx) fail(kExitInternal, "cannot allocate ggml contexts");
         bg->b = std::make_unique<Builder>(bg->cctx, bg->wctx, record);
-        bg->b->weight_type = weight_type;
+        bg->b->weight_rules = weight_rules;
         bg->b->share = share;
         bg->b->keep_values = keep_values;
         bg->b->no_inplace = no_inplace;

@@ -98,7 +98,7 @@ void WeightPool::publish() {
 void Session::init(const SessionOptions& opts) {
     Graph& g = g_;
     keep_values_ = opts.keep_values;
-    bg_ = build_graph(g, false, opts.weight_type, opts.pool, opts.keep_values, opts.no_inplace);
+    bg_ = build_graph(g, false, opts.weights, opts.pool, opts.keep_values, opts.no_inplace);
     for (size_t k = 0; k < g.outputs.size(); ++k)  // kept before release_host_constants drops initializers
         if (!bg_->b->outputs[k] && g.values[g.outputs[k]].constant) host_outs_[k] = *g.values[g.outputs[k]].constant;
     threads_ = opts.threads;

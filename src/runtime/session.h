@@ -18,7 +18,7 @@ class WeightPool;
 struct SessionOptions {
     std::string backend = "auto";  // a ggml device name (case-insensitive prefix), "cpu" (pure ggml) or "auto"
     int threads = 0;              // 0 = the usable cores not busy elsewhere, taken at every run (o2g_runtime.h)
-    ggml_type weight_type = GGML_TYPE_F32;  // how MatMul/Gemm/Conv weights are stored (--weights; Builder::weight_type)
+    WeightRules weights;  // how MatMul/Gemm/Conv weights are stored (--weights, --weights-rule, --gguf; Builder::weight_rules)
     // Drop the graph's initializer data once the weights are uploaded (the graph cannot be
     // lowered again afterwards): peak memory is then one copy of the weights.
     bool release_host_constants = false;

@@ -57,6 +57,7 @@ public:
     SpecializingSession& operator=(const SpecializingSession&) = delete;
 
     const Graph& model() const { return model_; }  // graph inputs/outputs as loaded (shapes may be dynamic)
+    const SessionOptions& options() const { return sopts_; }
     // What run() takes, in order: the model's graph inputs less those bound with --freeze.
     const std::vector<int>& input_ids() const { return inputs_; }
     std::vector<Tensor> run(const std::vector<Tensor>& inputs);
