@@ -98,6 +98,12 @@ void lower_softmax_ext(Lc& c) {
     c.set(0, c.reshape(y, c.out(0).shape));
 }
 
+// Softmax, LogSoftmax, Hardmax: the output is the input's; the axis must be in [-rank, rank - 1] (exit 2)
+void infer_softmax(OpCtx& c) {
+    c.axis(c.ai("axis", c.opset() < 13 ? 1 : -1), c.rank(0));
+    infer_same(c);
+}
+
 }  // namespace
 
 O2G_OP_FAMILY(softmax) {
@@ -111,7 +117,7 @@ O2G_OP_FAMILY(softmax) {
     for (bool logsm : {false, true}) {
         OpDef d;
         d.op_type = logsm ? "LogSoftmax" : "Softmax";
-        d.infer = infer_same;
+        d.infer = infer_softmax;
         d.eval = [logsm](OpCtx& c) {  // host evaluation (float64/float16 tensors, folding)
             const Shape& s = c.shape(0);
             int a = c.axis(c.ai("axis", c.opset() < 13 ? 1 : -1), c.rank(0));
@@ -144,7 +150,7 @@ O2G_OP_FAMILY(softmax) {
     {
         OpDef d;
         d.op_type = "Hardmax";
-        d.infer = infer_same;
+        d.infer = infer_softmax;
         d.eval = [](OpCtx& c) {  // 1 at the first maximum along the axis (opset < 13: of the 2-D coercion at the axis)
             const Tensor& x = c.cval(0);
             const Shape& s = c.shape(0);
