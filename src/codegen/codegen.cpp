@@ -52,7 +52,9 @@ void write_gguf(const std::string& path, const std::vector<Weight>& weights, con
     std::vector<uint8_t> transposed;
     for (const auto& w : weights) onnx_names.push_back(w.initializer ? w.onnx_name : ""), transposed.push_back(w.transpose);
     set_arr_str(gg, gguf_keys::onnx_names, onnx_names);
-    gguf_set_arr_data(gg, gguf_keys::transposed, GGUF_TYPE_UINT8, transposed.data(), transposed.size());
+    // an empty numeric array would reach fwrite(nullptr, ...) inside gguf.cpp: a model without
+    // weights has no transposed key (the reader takes a missing key as "no tensors")
+    if (!transposed.empty()) gguf_set_arr_data(gg, gguf_keys::transposed, GGUF_TYPE_UINT8, transposed.data(), transposed.size());
     ggml_init_params p = {ggml_tensor_overhead() * (weights.size() + 1), nullptr, true};
     ggml_context* tctx = ggml_init(p);
     for (const auto& w : weights) {

@@ -105,13 +105,14 @@ GgufWeights::GgufWeights(const std::string& path) : path_(path) {
     std::vector<std::string> names = strs(gguf_keys::onnx_names, &nid);
     int64_t tid = gguf_find_key(gg, gguf_keys::transposed);
     int64_t n = gguf_get_n_tensors(gg);
-    bool ok = !key_.empty() && kid >= 0 && nid >= 0 && int64_t(names.size()) == n && tid >= 0 && gguf_get_kv_type(gg, tid) == GGUF_TYPE_ARRAY &&
-              gguf_get_arr_type(gg, tid) == GGUF_TYPE_UINT8 && int64_t(gguf_get_arr_n(gg, tid)) == n;
+    bool ok = !key_.empty() && kid >= 0 && nid >= 0 && int64_t(names.size()) == n &&
+              (n == 0 || (tid >= 0 && gguf_get_kv_type(gg, tid) == GGUF_TYPE_ARRAY && gguf_get_arr_type(gg, tid) == GGUF_TYPE_UINT8 &&
+                          int64_t(gguf_get_arr_n(gg, tid)) == n));
     if (!ok) {
         gguf_free(gg);
         bad_input(path + ": not a GGUF written by onnx2ggml quantize or compile (no " + gguf_keys::model_key + "/" + gguf_keys::onnx_names + " metadata)");
     }
-    const uint8_t* tr = static_cast<const uint8_t*>(gguf_get_arr_data(gg, tid));
+    const uint8_t* tr = n > 0 ? static_cast<const uint8_t*>(gguf_get_arr_data(gg, tid)) : nullptr;
     std::error_code ec;
     uintmax_t fsize = std::filesystem::file_size(path, ec);
     for (int64_t i = 0; i < n; ++i) {
