@@ -219,7 +219,13 @@ O2G_OP_FAMILY(gather) {
         d.op_type = "CumSum";
         d.min_inputs = 2;
         d.host_inputs = {1};
-        d.infer = infer_same;
+        d.infer = [](OpCtx& c) {
+            if (c.is_const(1)) {  // the axis: a scalar (or one value) in [-r, r)
+                if (c.cval(1).numel() != 1) c.fail("axis of shape " + shape_str(c.shape(1)) + " is not a scalar");
+                c.axis(c.cval(1).geti(0), c.rank(0));
+            }
+            infer_same(c);
+        };
         d.eval = [](OpCtx& c) {
             const Shape& s = c.shape(0);
             int a = c.axis(c.cval(1).geti(0), int(s.size()));

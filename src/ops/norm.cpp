@@ -294,7 +294,10 @@ O2G_OP_FAMILY(norm) {
     {
         OpDef d;
         d.op_type = "MeanVarianceNormalization";
-        d.infer = infer_same;
+        d.infer = [](OpCtx& c) {
+            for (auto a : c.ais("axes", {0, 2, 3})) c.axis(a, c.rank(0));  // each in [-r, r)
+            infer_same(c);
+        };
         d.eval = [](OpCtx& c) {  // the spec's function: (x - mean) / (sqrt(var) + 1e-9) over `axes`
             const Tensor& x = c.cval(0);
             const Shape& s = c.shape(0);

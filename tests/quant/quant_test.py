@@ -99,6 +99,20 @@ def main():
         "--weights-rule", "proj=q4_0", "--output-dir", d + "_run"])
     check(same(outs(d), outs(d + "_run")), "rules: run --gguf (rules recorded in the GGUF) bit-identical to run with the rules")
 
+    # a model without weights: its GGUF holds no tensors (and no transposition array) and reads back
+    import onnx
+    from onnx import TensorProto, helper
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "noweights", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 5])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 5])])
+    nw = os.path.join(work, "noweights.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), nw)
+    xin = os.path.join(work, "x35.npy")
+    np.save(xin, np.linspace(-1, 1, 15, dtype=np.float32).reshape(3, 5))
+    r = sh([bin_, "quantize", nw, "-o", os.path.join(work, "noweights.gguf"), "--weights", "q8_0"])
+    sh([bin_, "run", nw, "--input", f"x={xin}", "--gguf", os.path.join(work, "noweights.gguf"), "--output-dir", os.path.join(work, "nw")])
+    got = np.load(os.path.join(work, "nw", "output_0.npy"))
+    check(np.array_equal(got, np.maximum(np.load(xin), 0)), "a model without weights: quantize, then run --gguf reads the empty GGUF")
+
     # robustness
     g8 = os.path.join(work, "q8_0.gguf")
     r = sh([bin_, "run", m, *ins, "--gguf", g8, "--weights", "q4_0"], want=2)

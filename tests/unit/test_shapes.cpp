@@ -231,6 +231,13 @@ TEST(Shapes, Norm) {
     EXPECT_VALUE(t, "mvn", F32, {2, 3, 4, 4});
 }
 
+TEST(Shapes, NormBadAxesIsExit2) {
+    TestGraph t(13);
+    t.input("x", F32, {2, 3, 4});
+    t.node("MeanVarianceNormalization", {"x"}, {"y"}, {{"axes", ais({0, 3})}});  // axes in [-3, 2]
+    expect_error(t, kExitBadInput, "MeanVarianceNormalization_y", "axis 3 is out of range");
+}
+
 // ---- matmul ----------------------------------------------------------------------------------
 TEST(Shapes, MatMulGemmEinsum) {
     TestGraph t;
@@ -374,6 +381,25 @@ TEST(Shapes, GatherBadAxisIsExit2) {
     t.input("i", I64, {4});
     t.node("Gather", {"d", "i"}, {"y"}, {{"axis", ai(-3)}});
     expect_error(t, kExitBadInput, "Gather_y", "axis");
+}
+
+TEST(Shapes, CumSumAxis) {
+    TestGraph t;
+    t.input("x", F32, {2, 3});
+    t.constant("a", Tensor::scalar_i64(-1));
+    t.node("CumSum", {"x", "a"}, {"y"});
+    t.run();
+    EXPECT_VALUE(t, "y", F32, {2, 3});  // like x
+    TestGraph b;
+    b.input("x", F32, {2, 3});
+    b.constant("a", Tensor::scalar_i64(2));  // axis in [-2, 1]
+    b.node("CumSum", {"x", "a"}, {"y"});
+    expect_error(b, kExitBadInput, "CumSum_y", "axis 2 is out of range");
+    TestGraph m;
+    m.input("x", F32, {2, 3});
+    m.constant("a", i64({0, 1}));  // a scalar (or one value)
+    m.node("CumSum", {"x", "a"}, {"y"});
+    expect_error(m, kExitBadInput, "CumSum_y", "not a scalar");
 }
 
 // ---- indexing --------------------------------------------------------------------------------
