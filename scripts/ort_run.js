@@ -1,6 +1,7 @@
 // Runs ONNX backend test cases through ONNX Runtime (onnxruntime-node, CPU) for the conformance
 // report's reference column. Reads a manifest (JSON list of {model, sets: [{inputs: {name: file.npy},
-// outdir}]}) written by ort_reference.py; writes each output as OUTDIR/output_K.npy (strings as
+// outdir}], options?: {session options, e.g. graphOptimizationLevel}}) written by ort_reference.py
+// (or tests/quant/quant_ort_test.py); writes each output as OUTDIR/output_K.npy (strings as
 // OUTDIR/output_K.json) or OUTDIR/error.txt.
 // usage: node ort_run.js MANIFEST.json   (NODE_PATH must reach onnxruntime-node)
 const fs = require('fs');
@@ -59,7 +60,8 @@ function writeNpy(file, t) {
     for (const set of job.sets) {
       fs.mkdirSync(set.outdir, { recursive: true });
       try {
-        const sess = await ort.InferenceSession.create(job.model, { intraOpNumThreads: 1, interOpNumThreads: 1, executionProviders: ['cpu'] });
+        const opts = { intraOpNumThreads: 1, interOpNumThreads: 1, executionProviders: ['cpu'], ...(job.options || {}) };
+        const sess = await ort.InferenceSession.create(job.model, opts);
         const feeds = {};
         for (const [name, file] of Object.entries(set.inputs)) feeds[name] = readNpy(file);
         const out = await sess.run(feeds);

@@ -143,7 +143,8 @@ const OpDef* Registry::find(const std::string& domain, const std::string& op) co
 std::vector<std::string> Registry::op_types() const {
     std::vector<std::string> r;
     for (const auto& kv : defs_)
-        if (kv.second.op_type.rfind("o2g.", 0) != 0) r.push_back(kv.second.op_type);
+        if (kv.second.op_type.rfind("o2g.", 0) != 0)  // other domains as domain.Op (com.microsoft.MatMulNBits)
+            r.push_back(kv.first[0] == ':' ? kv.second.op_type : kv.second.domain + "." + kv.second.op_type);
     std::sort(r.begin(), r.end());
     return r;
 }

@@ -102,7 +102,7 @@ public:
     static const Registry& get();
     // The entry of (domain, op): "", "ai.onnx" and "onnx2ggml" are one domain; others have no entries.
     const OpDef* find(const std::string& domain, const std::string& op) const;
-    std::vector<std::string> op_types() const;  // sorted, for docs (internal o2g.* ops left out)
+    std::vector<std::string> op_types() const;  // sorted, for docs (internal o2g.* ops left out; other domains as domain.Op)
     void add(OpDef d);                          // a second entry for the same (domain, op): internal error (exit 4)
 
 private:

@@ -1,9 +1,11 @@
-// Quantization operators: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear and the
-// integer/quantized MatMul and Conv (MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv).
-// ggml's own quantized types (blocks of 32 with per-block scales) do not hold ONNX's
-// per-tensor/per-axis uint8/int8 values, so these are computed exactly by their host
-// evaluators: folded when constant, else host kernels (lower/host_kernel.h). Integer products
-// accumulate in int64 (exact), requantization rounds half to even as the spec says.
+// Quantization operators: QuantizeLinear, DequantizeLinear (per tensor, per axis, blocked), DynamicQuantizeLinear,
+// the integer/quantized MatMul and Conv (MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv) and
+// com.microsoft MatMulNBits. ggml's own quantized types (blocks of 32 with per-block scales) do not hold ONNX's
+// per-tensor/per-axis uint8/int8 values, so these are computed exactly by their host evaluators: folded when
+// constant, else host kernels (lower/host_kernel.h). Integer products accumulate in int64 (exact), rounding is
+// half to even, and the float steps are float32 in ONNX Runtime's order, so that every integer output equals
+// ONNX Runtime's (tests/quant/quant_ort_test.py). MatMulNBits is rewritten into a MatMul with its weight
+// dequantized once.
 #include <algorithm>
 #include <cmath>
 
@@ -25,22 +27,48 @@ int64_t saturate(DType t, double v) {
     return int64_t(std::min(hi, std::max(lo, v)));
 }
 
-// Per-element index into a per-axis parameter (scale or zero point) of `n` values.
+// Per-element index into a per-axis or blocked parameter (scale or zero point). Per tensor: one value;
+// per axis (opset 13): a 1-D parameter of x's dim `axis`; blocked (opset 21, block_size > 0): a parameter of
+// x's rank whose dim `axis` is ceil(D / block_size), one value per block of block_size along that axis.
 struct AxisParam {
-    int64_t inner = 1, n = 1;
-    int64_t at(int64_t flat) const { return n == 1 ? 0 : (flat / inner) % n; }
+    int64_t inner = 1, dim = 1, n = 1, block = 0;
+    int64_t at(int64_t flat) const {
+        if (n == 1) return 0;
+        int64_t i = flat % inner, t = flat / inner, d = t % dim;
+        return block ? ((t / dim) * ((dim + block - 1) / block) + d / block) * inner + i : d;
+    }
 };
 
 AxisParam axis_param(OpCtx& c, int data, int param) {
     AxisParam p;
     if (!c.has(param)) return p;
     p.n = shape_numel(c.shape(param));
-    if (p.n == 1) return p;
     const Shape& s = c.shape(data);
+    int64_t block = c.opset() >= 21 ? c.ai("block_size", 0) : 0;
+    if (p.n == 1 && block == 0) return p;
     int a = c.axis(c.ai("axis", 1), int(s.size()));
-    if (c.rank(param) != 1 || s[a] != p.n) c.fail("per-axis parameter of shape " + shape_str(c.shape(param)) + " does not match axis " + std::to_string(a) + " of " + shape_str(s));
     for (size_t i = size_t(a) + 1; i < s.size(); ++i) p.inner *= s[i];
+    p.dim = s[size_t(a)];
+    if (block < 0) c.fail("block_size " + std::to_string(block) + " is negative");
+    if (block > 0) {
+        Shape want = s;
+        want[size_t(a)] = (s[size_t(a)] + block - 1) / block;
+        if (c.shape(param) != want) c.fail("blocked parameter of shape " + shape_str(c.shape(param)) + " does not match " + shape_str(s) + " in blocks of " + std::to_string(block) + " along axis " + std::to_string(a) + " (want " + shape_str(want) + ")");
+        p.block = block;
+        p.n = std::max<int64_t>(2, p.n);  // indexed per block even when there is a single block
+        return p;
+    }
+    if (c.rank(param) != 1 || s[size_t(a)] != p.n) c.fail("per-axis parameter of shape " + shape_str(c.shape(param)) + " does not match axis " + std::to_string(a) + " of " + shape_str(s));
     return p;
+}
+
+// QuantizeLinear's output type: the zero point's, else (opset 21) output_dtype, else uint8
+DType quantized_type(OpCtx& c) {
+    if (c.has(2)) return c.dtype(2);
+    int64_t t = c.opset() >= 21 ? c.ai("output_dtype", 0) : 0;
+    if (t == 0) return DType::U8;
+    if (!dtype_known(int(t))) c.fail_unsupported("output_dtype " + std::to_string(t));
+    return DType(t);
 }
 
 void register_quantize(Registry& r) {
@@ -48,12 +76,15 @@ void register_quantize(Registry& r) {
         OpDef d;
         d.op_type = "QuantizeLinear";
         d.min_inputs = 2;
-        d.infer = [](OpCtx& c) { c.set_out(0, c.has(2) ? c.dtype(2) : DType::U8, c.shape(0)); };
+        d.infer = [](OpCtx& c) {
+            axis_param(c, 0, 1), axis_param(c, 0, 2);  // the parameters' shapes
+            c.set_out(0, quantized_type(c), c.shape(0));
+        };
         d.eval = [](OpCtx& c) {
             const Tensor& x = c.cval(0);
             const Tensor& sc = c.cval(1);
             AxisParam ps = axis_param(c, 0, 1), pz = axis_param(c, 0, 2);
-            DType ot = c.has(2) ? c.dtype(2) : DType::U8;
+            DType ot = quantized_type(c);
             Tensor y = Tensor::zeros(ot, x.shape);
             for (int64_t i = 0; i < x.numel(); ++i) {
                 float q = float(x.getf(i)) / float(sc.getf(ps.at(i)));  // float32 arithmetic, as the spec's reference
@@ -68,7 +99,10 @@ void register_quantize(Registry& r) {
         OpDef d;
         d.op_type = "DequantizeLinear";
         d.min_inputs = 2;
-        d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(1), c.shape(0)); };
+        d.infer = [](OpCtx& c) {
+            axis_param(c, 0, 1), axis_param(c, 0, 2);
+            c.set_out(0, c.dtype(1), c.shape(0));
+        };
         d.eval = [](OpCtx& c) {
             const Tensor& x = c.cval(0);
             const Tensor& sc = c.cval(1);
@@ -90,15 +124,16 @@ void register_quantize(Registry& r) {
             c.set_out(1, DType::F32, {});
             c.set_out(2, DType::U8, {});
         };
-        d.eval = [](OpCtx& c) {  // uint8, scale = (max(0, x) - min(0, x)) / 255, in float32 as the spec's reference
+        // uint8, scale = (max(0, x) - min(0, x)) / 255 in float32 as the spec's reference; an all-zero x
+        // (max == min) gets scale 1, as ONNX Runtime gives (the spec's formula would divide by zero)
+        d.eval = [](OpCtx& c) {
             const Tensor& x = c.cval(0);
             float lo = 0, hi = 0;
             for (int64_t i = 0; i < x.numel(); ++i) lo = std::min(lo, float(x.getf(i))), hi = std::max(hi, float(x.getf(i)));
-            float scale = (hi - lo) / 255.0f;
-            double zp = scale == 0 ? 0 : double(saturate(DType::U8, std::nearbyint(double(0.0f - lo / scale))));
+            float scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
+            double zp = double(saturate(DType::U8, std::nearbyint(double(0.0f - lo / scale))));
             Tensor y = Tensor::zeros(DType::U8, x.shape);
-            for (int64_t i = 0; i < x.numel(); ++i)
-                y.seti(i, scale == 0 ? int64_t(zp) : saturate(DType::U8, std::nearbyint(double(float(x.getf(i)) / scale)) + zp));
+            for (int64_t i = 0; i < x.numel(); ++i) y.seti(i, saturate(DType::U8, std::nearbyint(double(float(x.getf(i)) / scale)) + zp));
             c.set_const(0, y);
             c.set_const(1, Tensor::from_f32({scale}, {}));
             Tensor z = Tensor::zeros(DType::U8, {});
@@ -107,6 +142,12 @@ void register_quantize(Registry& r) {
         };
         r.add(d);
     }
+}
+
+// The requantization of QLinearMatMul/QLinearConv as ONNX Runtime computes it: the int32 accumulator times
+// the float32 scale a_scale * b_scale / y_scale, rounded half to even, plus the zero point, saturated.
+int64_t requantize(DType t, int64_t acc, float scale, int64_t zp) {
+    return saturate(t, double(std::nearbyint(float(int32_t(acc)) * scale)) + double(zp));
 }
 
 // ---- integer matmul -----------------------------------------------------------------------
@@ -153,13 +194,13 @@ void register_int_matmul(Registry& r) {
             MatDims m = matmul_dims(c, 0, 3);
             auto y = matmul_int(c, 0, 3, 2, 5, m);
             const Tensor &as = c.cval(1), &bs = c.cval(4);
-            double ys = c.cval(6).getf(0);
+            float ys = float(c.cval(6).getf(0));
             int64_t yz = c.cval(7).geti(0);
             Tensor t = Tensor::zeros(c.dtype(7), m.out);
             for (size_t i = 0; i < y.size(); ++i) {
                 int64_t row = (int64_t(i) / m.N) % m.M, col = int64_t(i) % m.N;
-                double s = as.getf(as.numel() == 1 ? 0 : row) * bs.getf(bs.numel() == 1 ? 0 : col) / ys;
-                t.seti(int64_t(i), saturate(c.dtype(7), std::nearbyint(double(y[i]) * s) + double(yz)));
+                float s = float(as.getf(as.numel() == 1 ? 0 : row)) * float(bs.getf(bs.numel() == 1 ? 0 : col)) / ys;
+                t.seti(int64_t(i), requantize(c.dtype(7), y[i], s, yz));
             }
             c.set_const(0, t);
         };
@@ -207,19 +248,75 @@ void register_int_conv(Registry& r) {
             auto y = conv_host(c, c.shape(3), minus_zp(c, 0, 2, false), minus_zp(c, 3, 5, true), c.has(8) ? &bias : nullptr);
             const Shape& os = c.out(0).shape;
             int64_t M = os[1], sp = shape_numel(os) / std::max<int64_t>(1, os[0] * M);
-            double xs = c.cval(1).getf(0), ys = c.cval(6).getf(0);
+            float xs = float(c.cval(1).getf(0)), ys = float(c.cval(6).getf(0));
             const Tensor& ws = c.cval(4);
             int64_t yz = c.cval(7).geti(0);
             Tensor t = Tensor::zeros(c.dtype(7), os);
             for (size_t i = 0; i < y.size(); ++i) {
                 int64_t m = (int64_t(i) / sp) % M;
-                double s = xs * ws.getf(ws.numel() == 1 ? 0 : m) / ys;
-                t.seti(int64_t(i), saturate(c.dtype(7), std::nearbyint(y[i] * s) + double(yz)));
+                float s = xs * float(ws.getf(ws.numel() == 1 ? 0 : m)) / ys;
+                t.seti(int64_t(i), requantize(c.dtype(7), int64_t(y[i]), s, yz));
             }
             c.set_const(0, t);
         };
         r.add(d);
     }
+}
+
+
+// ---- com.microsoft MatMulNBits ----------------------------------------------------------------
+
+// Y = A @ dequant(B)^T (+ bias), B [N, ceil(K / block_size), block_size * bits / 8] of `bits`-bit codes packed
+// low bits first along K, dequantized per block as (code - zero_point) * scale; zero points packed the same way
+// (uint8, one row of ceil(n_blocks * bits / 8) bytes per n) or unpacked floats, default 2^(bits - 1); g_idx
+// (deprecated) names each k's block. With constant B, scales, zero points (as published) the node becomes
+// MatMul(A, W) with W [K, N] dequantized once here, in float32 as ONNX Runtime's fp32 path computes it; W is
+// then a weight like any other (stored f32, or in the --weights / --weights-rule type). accuracy_level (ONNX
+// Runtime's leave to quantize A to int8) is not followed: A stays float32.
+void register_matmul_nbits(Registry& r) {
+    OpDef d;
+    d.op_type = "MatMulNBits";
+    d.domain = "com.microsoft";
+    d.min_inputs = 3;
+    d.infer = [](OpCtx& c) {
+        int64_t K = c.ai("K", -1), N = c.ai("N", -1), bits = c.ai("bits", 4), bs = c.ai("block_size", -1);
+        if (K <= 0 || N <= 0) c.fail("attributes K and N are required and positive");
+        if (bits != 2 && bits != 4 && bits != 8) c.fail_unsupported("bits " + std::to_string(bits) + " (2, 4 and 8 are supported)");
+        if (bs < 16 || (bs & (bs - 1))) c.fail("block_size " + std::to_string(bs) + " must be a power of two >= 16");
+        if (c.rank(0) < 1 || c.shape(0).back() != K) c.fail("A of shape " + shape_str(c.shape(0)) + " does not end in K = " + std::to_string(K));
+        int64_t nb = (K + bs - 1) / bs, blob = bs * bits / 8;
+        if (c.dtype(1) != DType::U8 || shape_numel(c.shape(1)) != N * nb * blob)
+            c.fail("B of " + std::string(dtype_name(c.dtype(1))) + shape_str(c.shape(1)) + " is not uint8 [N, n_blocks, blob] = [" + std::to_string(N) + "," + std::to_string(nb) + "," + std::to_string(blob) + "]");
+        if (shape_numel(c.shape(2)) != N * nb) c.fail("scales of shape " + shape_str(c.shape(2)) + " do not hold N * n_blocks = " + std::to_string(N * nb) + " values");
+        bool zp = c.has(3), packed_zp = zp && c.dtype(3) == DType::U8;
+        int64_t zrow = (nb * bits + 7) / 8;
+        if (zp && shape_numel(c.shape(3)) != (packed_zp ? N * zrow : N * nb)) c.fail("zero_points of shape " + shape_str(c.shape(3)) + " do not match N and n_blocks");
+        if (c.has(4) && shape_numel(c.shape(4)) != K) c.fail("g_idx of shape " + shape_str(c.shape(4)) + " does not hold K values");
+        if (c.has(5) && shape_numel(c.shape(5)) != N) c.fail("bias of shape " + shape_str(c.shape(5)) + " does not hold N values");
+        for (int i = 1; i <= 4; ++i)
+            if (c.has(i) && !c.is_const(i)) c.fail_unsupported("input " + std::to_string(i) + " ('" + c.in(i).name + "') is computed at run time: MatMulNBits takes constant weights, scales, zero points and g_idx");
+        const Tensor& B = c.cval(1);
+        const Tensor& S = c.cval(2);
+        std::vector<int64_t> gidx = c.has(4) ? c.cints(4) : std::vector<int64_t>();
+        Tensor W = Tensor::zeros(DType::F32, {K, N});
+        float* w = W.ptr<float>();
+        const uint8_t* b = B.data();
+        auto bits_at = [bits](const uint8_t* p, int64_t idx) { int64_t pos = idx * bits; return int((p[pos / 8] >> (pos % 8)) & ((1 << bits) - 1)); };
+        for (int64_t n = 0; n < N; ++n)
+            for (int64_t k = 0; k < K; ++k) {
+                int64_t blk = gidx.empty() ? k / bs : gidx[size_t(k)];
+                if (blk < 0 || blk >= nb) c.fail("g_idx[" + std::to_string(k) + "] = " + std::to_string(blk) + " is outside [0, " + std::to_string(nb) + ")");
+                float code = float(bits_at(b + (n * nb + k / bs) * blob, k % bs));
+                float z = !zp ? float(1 << (bits - 1)) : packed_zp ? float(bits_at(c.cval(3).data() + n * zrow, blk)) : float(c.cval(3).getf(n * nb + blk));
+                w[k * N + n] = (code - z) * float(S.getf(n * nb + blk));
+            }
+        int out = c.node().outputs[0];
+        int wv = c.new_const(W, c.in(1).name + ".dequantized");
+        if (!c.has(5)) return c.replace_with({c.make_node("MatMul", {c.node().inputs[0], wv}, {out})});
+        int mm = c.graph().new_value(c.node().name + "_matmul");
+        c.replace_with({c.make_node("MatMul", {c.node().inputs[0], wv}, {mm}), c.make_node("Add", {mm, c.node().inputs[5]}, {out})});
+    };
+    r.add(d);
 }
 
 }  // namespace
@@ -228,6 +325,7 @@ O2G_OP_FAMILY(quant) {
     register_quantize(r);
     register_int_matmul(r);
     register_int_conv(r);
+    register_matmul_nbits(r);
 }
 
 }  // namespace onnx2ggml
