@@ -6,7 +6,8 @@
 //      search, ECMAScript) the ONNX initializer's name gives the type;
 //   2. the default: a weight with fewer than kSmallWeight elements, or with a single dim above 1, stays f32;
 //   3. --weights TYPE (f32 when not given).
-// Then what ggml can store: under a quantized type, convolution kernels are stored f16; a matrix whose rows
+// Then what ggml can store: under a quantized type, convolution kernels stay f32 (ggml has no quantized
+// convolution, and oneDNN's path takes f32 kernels only: f16 only when f16 is asked for); a matrix whose rows
 // (the stored ne[0]) do not divide into 256 values takes, for a _K type, the 32-value type of about as many
 // bits (q2_K, q3_K -> q4_0; q4_K -> q5_0; q5_K -> q5_1; q6_K -> q8_0), and rows that do not divide into 32
 // are stored f16. Constants that are not a MatMul/Gemm/Conv weight (biases, norm scales, ...) are always f32.

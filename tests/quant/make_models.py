@@ -1,6 +1,6 @@
 """Tiny models for the `quant` tests (onnx.helper; no download): an MLP whose MatMul/Gemm weights are
 big enough to be quantized (rows of 256 and 512: every type's blocks divide them), a small MatMul that the
-default rule keeps f32, and a convolution (kernels stay f16). Writes, in OUTDIR:
+default rule keeps f32, and a convolution (kernels stay f32). Writes, in OUTDIR:
   mlp.onnx, x.npy, img.npy, ref.npy  (ref: the float64 numpy result, an independent reference)
   mlp_sizes.onnx  (same initializer names, layer1.weight of another shape)
   mlp_names.onnx  (layer2.weight renamed)

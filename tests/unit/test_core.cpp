@@ -11,6 +11,7 @@
 #include "gguf.h"
 #include "lower/builder.h"
 #include "lower/layout.h"
+#include "lower/weights.h"
 #include "onnx/loader.h"
 #include "onnx2ggml/onnx2ggml.h"
 #include "ops/op.h"
@@ -442,4 +443,25 @@ TEST(Registry, HostEvaluators) {
     std::string list;
     for (auto& m : missing) list += m + " ";
     EXPECT_EQ(list, "") << "ops with a lowering but no host evaluator";
+}
+
+// The weight rule set (lower/weights.h): small weights and vectors stay f32, rows that a type's blocks do not
+// divide fall back, convolution kernels are never quantized (f32 under a quantized type, f16 when asked).
+TEST(WeightRules, Choose) {
+    WeightRules r;
+    r.base = GGML_TYPE_Q4_K;
+    EXPECT_EQ(r.choose("fc.weight", {512, 256}, false, false), GGML_TYPE_Q4_K);
+    EXPECT_EQ(r.choose("fc.weight", {512, 96}, false, false), GGML_TYPE_Q5_0);  // rows of 96: 32-value blocks
+    EXPECT_EQ(r.choose("fc.weight", {512, 100}, false, false), GGML_TYPE_F16);  // no block divides 100
+    EXPECT_EQ(r.choose("fc.weight", {256, 512}, true, false), GGML_TYPE_Q4_K);  // transposed: rows of 256
+    EXPECT_EQ(r.choose("small", {32, 64}, false, false), GGML_TYPE_F32);        // < 4096 elements
+    EXPECT_EQ(r.choose("vec", {8192}, false, false), GGML_TYPE_F32);
+    EXPECT_EQ(r.choose("conv.weight", {64, 64, 3, 3}, false, true), GGML_TYPE_F32);
+    r.rules.push_back(parse_weight_rule("conv=f16"));
+    r.rules.push_back(parse_weight_rule("small=q8_0"));
+    EXPECT_EQ(r.choose("conv.weight", {64, 64, 3, 3}, false, true), GGML_TYPE_F16);
+    EXPECT_EQ(r.choose("small", {32, 64}, false, false), GGML_TYPE_Q8_0);  // a rule overrides the small default
+    WeightRules h;
+    h.base = GGML_TYPE_F16;
+    EXPECT_EQ(h.choose("conv.weight", {64, 64, 3, 3}, false, true), GGML_TYPE_F16);
 }
