@@ -33,32 +33,43 @@ namespace {
 
 const char* kUsage =
     "usage: onnx2ggml COMMAND ...\n"
-    "  inspect MODEL [--input-shape NAME=DIMS ...] [--json] [--ggml] [--dot FILE | --svg FILE] (--ggml with a picture: the ggml graph)\n"
+    "  inspect MODEL [--input-shape NAME=DIMS ...] [--json] [--ggml] [--dot FILE | --svg FILE] (--ggml with a picture: "
+    "the ggml graph)\n"
     "  run     MODEL [--input NAME=FILE.npy ...] [--random-inputs SEED] [--input-shape NAME=DIMS ...]\n"
     "                [--then --input ... (another input set, same session)] [--output-dir DIR] [--backend NAME|auto]\n"
     "                [--threads N] [--profile] [--verbose] [--max-specializations N]\n"
     "  compile MODEL -o OUTDIR [--input-shape NAME=DIMS ...]\n"
     "  quantize MODEL -o FILE.gguf --weights TYPE [--weights-rule REGEX=TYPE ...] [--input-shape NAME=DIMS ...]\n"
-    "          (the model's weights stored in those types; run/check/bench/compare/compile --gguf FILE.gguf take them as they are)\n"
-    "  check   MODEL --input NAME=FILE.npy ... --expect NAME=FILE.npy ... [--then --input ... --expect ...] [--rtol R] [--atol A]\n"
-    "  check   TESTDIR [--reference host]  (an ONNX backend-test folder: model.onnx + test_data_set_*/; --reference host:\n"
+    "          (the model's weights stored in those types; run/check/bench/compare/compile --gguf FILE.gguf take them "
+    "as they are)\n"
+    "  check   MODEL --input NAME=FILE.npy ... --expect NAME=FILE.npy ... [--then --input ... --expect ...] [--rtol R] "
+    "[--atol A]\n"
+    "  check   TESTDIR [--reference host]  (an ONNX backend-test folder: model.onnx + test_data_set_*/; --reference "
+    "host:\n"
     "          the outputs of compare's host reference, float64 host evaluators, instead of ggml's)\n"
     "  bench   MODEL [--input ... | --random-inputs SEED] [--repeat N] [--warmup W] [--threads N] [--backend B]\n"
-    "  compare MODEL [--input ... | --random-inputs SEED] [--reference host|ort|DIR] [--tolerance T] [--json] [--backend B] [--svg FILE] [--no-inplace]\n"
+    "  compare MODEL [--input ... | --random-inputs SEED] [--reference host|ort|DIR] [--tolerance T] [--json] "
+    "[--backend B] [--svg FILE] [--no-inplace]\n"
     "          (every intermediate value against a reference; marks the first node that diverges)\n"
     "  ops     (list the supported ONNX operators)\n"
     "  --version (onnx2ggml's version and commit, ggml's and oneDNN's, the backends and their devices)\n"
     "dynamic dims are taken from the --input files (--input-shape: for --random-inputs and compile)\n"
-    "common: --max-memory SIZE (e.g. 4G; default: physical memory), --freeze NAME=FILE.npy (bind a graph input to a value at compile time), --no-optimize, --disable-pass NAME,\n"
-    "        --weights f32|f16|q8_0|q5_0|q5_1|q4_0|q4_1|q2_K|q3_K|q4_K|q5_K|q6_K (how MatMul/Gemm/Conv weights are stored in the\n"
-    "          runtime and the GGUF; default f32), --weights-rule 'REGEX=TYPE' (repeatable). A weight's type, first that applies:\n"
+    "common: --max-memory SIZE (e.g. 4G; default: physical memory), --freeze NAME=FILE.npy (bind a graph input to a "
+    "value at compile time), --no-optimize, --disable-pass NAME,\n"
+    "        --weights f32|f16|q8_0|q5_0|q5_1|q4_0|q4_1|q2_K|q3_K|q4_K|q5_K|q6_K (how MatMul/Gemm/Conv weights are "
+    "stored in the\n"
+    "          runtime and the GGUF; default f32), --weights-rule 'REGEX=TYPE' (repeatable). A weight's type, first "
+    "that applies:\n"
     "          1. the first --weights-rule whose REGEX matches (std::regex search) the ONNX initializer's name;\n"
     "          2. a weight of fewer than 4096 elements or with one dim above 1 stays f32; 3. --weights.\n"
-    "          Under a quantized type, convolution kernels are f16; rows not dividing into 256 take for a _K type q4_0 (q2_K,\n"
+    "          Under a quantized type, convolution kernels are f16; rows not dividing into 256 take for a _K type q4_0 "
+    "(q2_K,\n"
     "          q3_K), q5_0 (q4_K), q5_1 (q5_K) or q8_0 (q6_K); rows not dividing into 32 are f16;\n"
     "          biases, norm scales and other constants are always f32. A rule naming no initializer: a warning.\n"
-    "        --gguf FILE (run/check/bench/compare/compile: the initializers' weights from a GGUF written by quantize or\n"
-    "          compile, as stored, with its rules unless --weights/--weights-rule are given; one for another model: exit 2)\n"
+    "        --gguf FILE (run/check/bench/compare/compile: the initializers' weights from a GGUF written by quantize "
+    "or\n"
+    "          compile, as stored, with its rules unless --weights/--weights-rule are given; one for another model: "
+    "exit 2)\n"
     "        --quiet (no progress bars; they are drawn on a terminal only, for steps longer than half a second)\n"
     "exit codes: 0 ok, 1 numeric mismatch, 2 bad usage or input, 3 unsupported model, 4 internal error\n";
 
@@ -78,13 +89,13 @@ struct Args {
     bool json = false, ggml = false, has_seed = false, profile = false, verbose = false;
     uint64_t seed = 0;
     double rtol = 1e-3, atol = 1e-7;
-    WeightRules weights;                // --weights, --weights-rule
-    std::string gguf;                   // --gguf
+    WeightRules weights;             // --weights, --weights-rule
+    std::string gguf;                // --gguf
     std::string reference = "host";  // compare; check TESTDIR --reference host
     bool reference_given = false;
-    std::string dot, svg;            // inspect, compare: pictures
-    bool no_inplace = false;         // compare
-    double tolerance = 1e-4;         // compare
+    std::string dot, svg;     // inspect, compare: pictures
+    bool no_inplace = false;  // compare
+    double tolerance = 1e-4;  // compare
 };
 
 Shape parse_dims(const std::string& s, const std::string& what) {
@@ -117,15 +128,25 @@ Args parse(int argc, char** argv) {
             return argv[++i];
         };
         auto num = [&](const std::string& v) {
-            try { size_t p; double d = std::stod(v, &p); if (p != v.size()) throw 0; return d; }
-            catch (...) { bad_input("bad number '" + v + "' after " + s); }
+            try {
+                size_t p;
+                double d = std::stod(v, &p);
+                if (p != v.size()) throw 0;
+                return d;
+            } catch (...) { bad_input("bad number '" + v + "' after " + s); }
         };
-        if (s == "--input-shape") { auto kv = split_eq(next(), "--input-shape"); a.copts.input_shapes[kv.first] = parse_dims(kv.second, "--input-shape"); }
-        else if (s == "--input") a.inputs.push_back(split_eq(next(), "--input"));
+        if (s == "--input-shape") {
+            auto kv = split_eq(next(), "--input-shape");
+            a.copts.input_shapes[kv.first] = parse_dims(kv.second, "--input-shape");
+        } else if (s == "--input") a.inputs.push_back(split_eq(next(), "--input"));
         else if (s == "--expect") a.expects.push_back(split_eq(next(), "--expect"));
-        else if (s == "--freeze") { auto kv = split_eq(next(), "--freeze"); a.copts.frozen_inputs[kv.first] = read_npy(kv.second); }
-        else if (s == "--random-inputs") { a.seed = uint64_t(num(next())); a.has_seed = true; }
-        else if (s == "--output-dir") a.output_dir = next();
+        else if (s == "--freeze") {
+            auto kv = split_eq(next(), "--freeze");
+            a.copts.frozen_inputs[kv.first] = read_npy(kv.second);
+        } else if (s == "--random-inputs") {
+            a.seed = uint64_t(num(next()));
+            a.has_seed = true;
+        } else if (s == "--output-dir") a.output_dir = next();
         else if (s == "-o") a.outdir = next();
         else if (s == "--backend") a.backend = next();
         else if (s == "--threads") a.threads = int(num(next()));
@@ -150,18 +171,19 @@ Args parse(int argc, char** argv) {
             a.inputs.clear();
             a.expects.clear();
             a.copts.input_shapes.clear();
-        }
-        else if (s == "--no-optimize") a.copts.optimize = false;
+        } else if (s == "--no-optimize") a.copts.optimize = false;
         else if (s == "--weights") {
             std::string w = next();
             a.weights.base = weight_type_by_name(w);
-            if (a.weights.base == GGML_TYPE_COUNT) bad_input("--weights takes " + weight_type_names() + ", not '" + w + "'");
-        }
-        else if (s == "--weights-rule") a.weights.rules.push_back(parse_weight_rule(next()));
+            if (a.weights.base == GGML_TYPE_COUNT)
+                bad_input("--weights takes " + weight_type_names() + ", not '" + w + "'");
+        } else if (s == "--weights-rule") a.weights.rules.push_back(parse_weight_rule(next()));
         else if (s == "--gguf") a.gguf = next();
         else if (s == "--disable-pass") a.copts.disabled_passes.push_back(next());
-        else if (s == "-h" || s == "--help") { std::cout << kUsage; exit(0); }
-        else if (!s.empty() && s[0] == '-') bad_input("unknown option '" + s + "'\n" + kUsage);
+        else if (s == "-h" || s == "--help") {
+            std::cout << kUsage;
+            exit(0);
+        } else if (!s.empty() && s[0] == '-') bad_input("unknown option '" + s + "'\n" + kUsage);
         else if (a.model.empty()) a.model = s;
         else bad_input("unexpected argument '" + s + "'");
     }
@@ -175,9 +197,14 @@ Args parse(int argc, char** argv) {
 std::string json_str(const std::string& s) {
     std::string r = "\"";
     for (unsigned char c : s) {
-        if (c == '"' || c == '\\') { r += '\\'; r += char(c); }
-        else if (c < 0x20) { char b[8]; snprintf(b, sizeof b, "\\u%04x", c); r += b; }
-        else r += char(c);
+        if (c == '"' || c == '\\') {
+            r += '\\';
+            r += char(c);
+        } else if (c < 0x20) {
+            char b[8];
+            snprintf(b, sizeof b, "\\u%04x", c);
+            r += b;
+        } else r += char(c);
     }
     return r + "\"";
 }
@@ -200,10 +227,11 @@ std::vector<Tensor> gather_inputs(const SpecializingSession& s, const Args& a, c
             sources[k] = it->second;
             files.erase(it);
         } else if (v.dtype == DType::String) {
-            bad_input(g.path + ": input '" + v.name + "' is a string tensor: give --input " + v.name + "=FILE.npy (a numpy str array); --random-inputs makes numbers only");
+            bad_input(g.path + ": input '" + v.name + "' is a string tensor: give --input " + v.name +
+                      "=FILE.npy (a numpy str array); --random-inputs makes numbers only");
         } else if (!a.has_seed) {
-            bad_input(g.path + ": no value for input '" + v.name + "' " + shape_str(v.shape) + " " + dtype_name(v.dtype) +
-                      " (give --input " + v.name + "=FILE.npy or --random-inputs SEED)");
+            bad_input(g.path + ": no value for input '" + v.name + "' " + shape_str(v.shape) + " " +
+                      dtype_name(v.dtype) + " (give --input " + v.name + "=FILE.npy or --random-inputs SEED)");
         }
     }
     if (!files.empty()) bad_input("'" + files.begin()->first + "' is not an input of " + g.path);
@@ -262,7 +290,8 @@ int cmd_inspect(const Args& a) {
     std::map<std::string, int> hist;
     for (auto& n : g.nodes) hist[(n.domain.empty() ? "" : n.domain + ".") + n.op_type]++;
     int64_t params = 0;
-    for (auto& v : g.values) if (v.is_initializer && v.constant) params += v.constant->numel();
+    for (auto& v : g.values)
+        if (v.is_initializer && v.constant) params += v.constant->numel();
     std::map<std::string, int> ghist;
     if (bad.empty() && shapes_ok) {
         optimize(g, a.copts);
@@ -288,7 +317,9 @@ int cmd_inspect(const Args& a) {
         for (int id : ids) {
             const Value& v = g.values[id];
             std::string s;
-            for (size_t i = 0; i < v.shape.size(); ++i) s += (i ? "x" : "") + (v.shape[i] < 0 ? (v.dim_params.size() > i ? v.dim_params[i] : "?") : std::to_string(v.shape[i]));
+            for (size_t i = 0; i < v.shape.size(); ++i)
+                s += (i ? "x" : "") +
+                     (v.shape[i] < 0 ? (v.dim_params.size() > i ? v.dim_params[i] : "?") : std::to_string(v.shape[i]));
             r.push_back(v.name + "\t" + dtype_name(v.dtype) + "\t" + (v.shape.empty() ? "scalar" : s));
         }
         return r;
@@ -297,13 +328,18 @@ int cmd_inspect(const Args& a) {
         std::ostringstream o;
         o << "{\"model\": " << json_str(a.model) << ", \"opsets\": {";
         bool first = true;
-        for (auto& kv : g.opsets) { o << (first ? "" : ", ") << json_str(kv.first.empty() ? "ai.onnx" : kv.first) << ": " << kv.second; first = false; }
+        for (auto& kv : g.opsets) {
+            o << (first ? "" : ", ") << json_str(kv.first.empty() ? "ai.onnx" : kv.first) << ": " << kv.second;
+            first = false;
+        }
         o << "}, \"nodes\": " << g.nodes.size() << ", \"parameters\": " << params << ", \"inputs\": [";
         auto io_json = [&](const std::vector<int>& ids) {
             for (size_t k = 0; k < ids.size(); ++k) {
                 const Value& v = g.values[ids[k]];
-                o << (k ? ", " : "") << "{\"name\": " << json_str(v.name) << ", \"dtype\": \"" << dtype_name(v.dtype) << "\", \"shape\": [";
-                for (size_t i = 0; i < v.shape.size(); ++i) o << (i ? ", " : "") << (v.shape[i] < 0 ? json_str(v.dim_params[i]) : std::to_string(v.shape[i]));
+                o << (k ? ", " : "") << "{\"name\": " << json_str(v.name) << ", \"dtype\": \"" << dtype_name(v.dtype)
+                  << "\", \"shape\": [";
+                for (size_t i = 0; i < v.shape.size(); ++i)
+                    o << (i ? ", " : "") << (v.shape[i] < 0 ? json_str(v.dim_params[i]) : std::to_string(v.shape[i]));
                 o << "]}";
             }
         };
@@ -312,17 +348,24 @@ int cmd_inspect(const Args& a) {
         io_json(g.outputs);
         o << "], \"op_histogram\": {";
         first = true;
-        for (auto& kv : hist) { o << (first ? "" : ", ") << json_str(kv.first) << ": " << kv.second; first = false; }
+        for (auto& kv : hist) {
+            o << (first ? "" : ", ") << json_str(kv.first) << ": " << kv.second;
+            first = false;
+        }
         o << "}, \"unsupported\": [";
         for (size_t k = 0; k < bad.size(); ++k)
-            o << (k ? ", " : "") << "{\"op_type\": " << json_str(bad[k].op_type) << ", \"node\": " << json_str(bad[k].node)
-              << ", \"opset\": " << bad[k].opset << ", \"reason\": " << json_str(bad[k].reason) << "}";
+            o << (k ? ", " : "") << "{\"op_type\": " << json_str(bad[k].op_type)
+              << ", \"node\": " << json_str(bad[k].node) << ", \"opset\": " << bad[k].opset
+              << ", \"reason\": " << json_str(bad[k].reason) << "}";
         o << "]";
         if (!shapes_ok) o << ", \"shape_error\": " << json_str(shape_error);
         if (!ghist.empty()) {
             o << ", \"ggml_ops\": {";
             first = true;
-            for (auto& kv : ghist) { o << (first ? "" : ", ") << json_str(kv.first) << ": " << kv.second; first = false; }
+            for (auto& kv : ghist) {
+                o << (first ? "" : ", ") << json_str(kv.first) << ": " << kv.second;
+                first = false;
+            }
             o << "}";
         }
         o << "}\n";
@@ -339,7 +382,9 @@ int cmd_inspect(const Args& a) {
         if (!shapes_ok) std::cout << "shapes: not inferred: " << shape_error << "\n";
         if (!bad.empty()) {
             std::cout << "unsupported (" << bad.size() << "):\n";
-            for (auto& u : bad) std::cout << "  node '" << u.node << "' (" << u.op_type << ", opset " << u.opset << "): " << u.reason << "\n";
+            for (auto& u : bad)
+                std::cout << "  node '" << u.node << "' (" << u.op_type << ", opset " << u.opset << "): " << u.reason
+                          << "\n";
         } else if (shapes_ok) {
             std::cout << "unsupported: none\n";
         }
@@ -357,7 +402,8 @@ int cmd_inspect(const Args& a) {
 void make_dirs(const std::string& dir) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
-    if (ec || !std::filesystem::is_directory(dir)) bad_input(dir + ": cannot create output folder" + (ec ? " (" + ec.message() + ")" : ""));
+    if (ec || !std::filesystem::is_directory(dir))
+        bad_input(dir + ": cannot create output folder" + (ec ? " (" + ec.message() + ")" : ""));
 }
 
 void write_outputs(const Graph& g, const std::vector<Tensor>& outs, const std::string& dir) {
@@ -366,7 +412,8 @@ void write_outputs(const Graph& g, const std::vector<Tensor>& outs, const std::s
     for (size_t k = 0; k < outs.size(); ++k) {
         std::string file = "output_" + std::to_string(k) + ".npy";
         write_npy(dir + "/" + file, outs[k]);
-        json += "  " + json_str(g.values[g.outputs[k]].name) + ": \"" + file + "\"" + (k + 1 < outs.size() ? "," : "") + "\n";
+        json += "  " + json_str(g.values[g.outputs[k]].name) + ": \"" + file + "\"" + (k + 1 < outs.size() ? "," : "") +
+                "\n";
     }
     json += "}\n";
     std::ofstream(dir + "/outputs.json") << json;
@@ -410,10 +457,12 @@ void print_stats(const SpecializingSession& s) {
     const SpecializationStats& st = s.stats();
     std::string ctl;
     for (auto& n : s.control_inputs()) ctl += (ctl.empty() ? "" : ",") + n;
-    fprintf(stderr, "onnx2ggml: specializations: runs=%llu hits=%llu misses=%llu evictions=%llu cached=%zu specialize_ms=%.1f control_inputs=%s shared_weights_mb=%.1f\n",
-            static_cast<unsigned long long>(st.runs), static_cast<unsigned long long>(st.hits), static_cast<unsigned long long>(st.misses),
-            static_cast<unsigned long long>(st.evictions), s.cached(), st.specialize_ms, ctl.empty() ? "none" : ctl.c_str(),
-            double(s.shared_weight_bytes()) / 1048576.0);
+    fprintf(stderr,
+            "onnx2ggml: specializations: runs=%llu hits=%llu misses=%llu evictions=%llu cached=%zu specialize_ms=%.1f "
+            "control_inputs=%s shared_weights_mb=%.1f\n",
+            static_cast<unsigned long long>(st.runs), static_cast<unsigned long long>(st.hits),
+            static_cast<unsigned long long>(st.misses), static_cast<unsigned long long>(st.evictions), s.cached(),
+            st.specialize_ms, ctl.empty() ? "none" : ctl.c_str(), double(s.shared_weight_bytes()) / 1048576.0);
 }
 
 // `run --profile`: time per ggml op type and backend, per backend, the slowest nodes, and how the
@@ -428,17 +477,20 @@ void print_profile(const Session& s) {
     fprintf(stderr, "  %-16s %-10s %6s %10s %6s\n", "ggml op", "backend", "nodes", "ms", "%");
     for (auto& r : rows)
         if (r.ms >= 0.01 || r.nodes > 0)
-            fprintf(stderr, "  %-16s %-10s %6d %10.2f %5.1f%%\n", r.op.c_str(), r.backend.c_str(), r.nodes, r.ms, total > 0 ? 100 * r.ms / total : 0.0);
+            fprintf(stderr, "  %-16s %-10s %6d %10.2f %5.1f%%\n", r.op.c_str(), r.backend.c_str(), r.nodes, r.ms,
+                    total > 0 ? 100 * r.ms / total : 0.0);
     fprintf(stderr, "per backend:\n");
     for (auto& kv : st.nodes)
         fprintf(stderr, "  %-10s %6d nodes %10.2f ms %5.1f%%\n", kv.first.c_str(), kv.second, per_backend[kv.first],
                 total > 0 ? 100 * per_backend[kv.first] / total : 0.0);
-    fprintf(stderr, "scheduler: %d splits, %d copies between backends (%.1f MB)\n", st.splits, st.copies, double(st.copy_bytes) / 1e6);
+    fprintf(stderr, "scheduler: %d splits, %d copies between backends (%.1f MB)\n", st.splits, st.copies,
+            double(st.copy_bytes) / 1e6);
     auto nodes = s.profile_nodes();
     fprintf(stderr, "slowest nodes:\n");
     for (size_t i = 0; i < nodes.size() && i < 12; ++i)
-        fprintf(stderr, "  %10.2f ms %5.1f%%  %-16s %-10s %s\n", nodes[i].ms, total > 0 ? 100 * nodes[i].ms / total : 0.0, nodes[i].op.c_str(),
-                nodes[i].backend.c_str(), nodes[i].name.c_str());
+        fprintf(stderr, "  %10.2f ms %5.1f%%  %-16s %-10s %s\n", nodes[i].ms,
+                total > 0 ? 100 * nodes[i].ms / total : 0.0, nodes[i].op.c_str(), nodes[i].backend.c_str(),
+                nodes[i].name.c_str());
 }
 
 int cmd_run(const Args& a) {
@@ -446,8 +498,8 @@ int cmd_run(const Args& a) {
     const Graph& g = ss->model();
     for (size_t si = 0; si < a.sets.size(); ++si) {
         std::vector<Tensor> ins = gather_inputs(*ss, a, a.sets[si]);
-        if (a.profile) {  // one plain run to warm up, one with every node alone (a backend may prepare
-            ss->run(ins);   // kernels for nodes it fuses otherwise), then that again, timed
+        if (a.profile) {   // one plain run to warm up, one with every node alone (a backend may prepare
+            ss->run(ins);  // kernels for nodes it fuses otherwise), then that again, timed
             ss->last()->set_profile(true);
             ss->run(ins);
             ss->last()->set_profile(true);
@@ -463,7 +515,8 @@ int cmd_run(const Args& a) {
         } else {  // several input sets: the outputs of set K go to DIR/K
             write_outputs(g, outs, a.sets.size() == 1 ? a.output_dir : a.output_dir + "/" + std::to_string(si));
             for (size_t k = 0; k < outs.size(); ++k)
-                std::cerr << tag << g.values[g.outputs[k]].name << " " << shape_str(outs[k].shape) << " " << dtype_name(outs[k].dtype) << "\n";
+                std::cerr << tag << g.values[g.outputs[k]].name << " " << shape_str(outs[k].shape) << " "
+                          << dtype_name(outs[k].dtype) << "\n";
         }
         if (a.verbose) print_peak_rss(si);
     }
@@ -480,9 +533,11 @@ int cmd_compile(const Args& a) {
     optimize(g, a.copts);
     validate(g);
     EmitReport r = emit_project(g, a.outdir, a.model, rules, meta);
-    std::cout << "wrote " << a.outdir << ": model.cpp (" << r.lines << " lines), model.h, main.cpp, npy.h, o2g_info.h, o2g_kernels.h, o2g_onednn.h, CMakeLists.txt, model.gguf ("
-              << r.weights << " weights, " << r.weight_bytes << " bytes)\n"
-              << "build: cmake -S " << a.outdir << " -B " << a.outdir << "/build && cmake --build " << a.outdir << "/build\n";
+    std::cout
+        << "wrote " << a.outdir << ": model.cpp (" << r.lines
+        << " lines), model.h, main.cpp, npy.h, o2g_info.h, o2g_kernels.h, o2g_onednn.h, CMakeLists.txt, model.gguf ("
+        << r.weights << " weights, " << r.weight_bytes << " bytes)\n"
+        << "build: cmake -S " << a.outdir << " -B " << a.outdir << "/build && cmake --build " << a.outdir << "/build\n";
     return 0;
 }
 
@@ -513,7 +568,9 @@ int cmd_quantize(const Args& a) {
         bytes += ggml_nbytes(w.t);
     }
     std::vector<std::pair<std::string, std::string>> strings = {
-        {"general.architecture", "onnx2ggml"}, {"onnx2ggml.source", a.model}, {"onnx2ggml.producer", g.producer},
+        {"general.architecture", "onnx2ggml"},
+        {"onnx2ggml.source", a.model},
+        {"onnx2ggml.producer", g.producer},
         {"onnx2ggml.version", ONNX2GGML_VERSION " (commit " ONNX2GGML_COMMIT ")"}};
     strings.insert(strings.end(), meta.strings.begin(), meta.strings.end());
     write_gguf(a.outdir, ws, strings, meta.arrays);
@@ -524,7 +581,10 @@ int cmd_quantize(const Args& a) {
     return 0;
 }
 
-bool is_dir(const std::string& p) { struct stat st; return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode); }
+bool is_dir(const std::string& p) {
+    struct stat st;
+    return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
 
 std::vector<std::string> list_dir(const std::string& d, const std::string& prefix) {
     std::vector<std::string> r;
@@ -542,13 +602,14 @@ std::vector<std::string> list_dir(const std::string& d, const std::string& prefi
 }
 
 // prints per-output errors; returns false on mismatch
-bool report(const Graph& g, const std::vector<Tensor>& outs, const std::vector<Tensor>& exp, const Args& a, const std::string& tag) {
+bool report(const Graph& g, const std::vector<Tensor>& outs, const std::vector<Tensor>& exp, const Args& a,
+            const std::string& tag) {
     bool all = true;
     for (size_t k = 0; k < exp.size(); ++k) {
         Comparison c = compare(outs[k], exp[k], a.rtol, a.atol);
         all &= c.pass;
-        printf("%s%s: max_abs_err=%.3g max_rel_err=%.3g %s%s\n", tag.c_str(), g.values[g.outputs[k]].name.c_str(), c.max_abs, c.max_rel,
-               c.pass ? "PASS" : "FAIL", c.pass ? "" : (" (" + c.why + ")").c_str());
+        printf("%s%s: max_abs_err=%.3g max_rel_err=%.3g %s%s\n", tag.c_str(), g.values[g.outputs[k]].name.c_str(),
+               c.max_abs, c.max_rel, c.pass ? "PASS" : "FAIL", c.pass ? "" : (" (" + c.why + ")").c_str());
     }
     return all;
 }
@@ -576,14 +637,17 @@ int cmd_compare(const Args& a) {
     o.session.no_inplace = a.no_inplace;
     o.copts = a.copts;
     o.picture = !a.dot.empty() || !a.svg.empty();
-    o.work_dir = (a.output_dir.empty() ? std::filesystem::temp_directory_path().string() + "/onnx2ggml-compare-" + std::to_string(getpid()) : a.output_dir);
+    o.work_dir = (a.output_dir.empty() ? std::filesystem::temp_directory_path().string() + "/onnx2ggml-compare-" +
+                                             std::to_string(getpid())
+                                       : a.output_dir);
     CompareResult r = compare_model(a.model, ins, o);
     if (a.output_dir.empty()) std::filesystem::remove_all(o.work_dir);
     write_pictures(a, r.dot);
     const CompareRow* first = r.first >= 0 ? &r.rows[size_t(r.first)] : nullptr;
     if (a.json) {
-        std::cout << "{\"model\": " << json_str(a.model) << ", \"reference\": " << json_str(a.reference) << ", \"backend\": " << json_str(r.backend)
-                  << ", \"tolerance\": " << a.tolerance << ", \"first_divergence\": " << (first ? json_str(first->node_name) : "null") << ", \"rows\": [";
+        std::cout << "{\"model\": " << json_str(a.model) << ", \"reference\": " << json_str(a.reference)
+                  << ", \"backend\": " << json_str(r.backend) << ", \"tolerance\": " << a.tolerance
+                  << ", \"first_divergence\": " << (first ? json_str(first->node_name) : "null") << ", \"rows\": [";
         for (size_t k = 0; k < r.rows.size(); ++k) {
             const CompareRow& w = r.rows[k];
             auto num = [](double x) {
@@ -591,33 +655,43 @@ int cmd_compare(const Args& a) {
                 snprintf(b, sizeof b, "%.6g", x);
                 return std::isfinite(x) ? std::string(b) : std::string("\"inf\"");
             };
-            std::cout << (k ? "," : "") << "\n  {\"node\": " << json_str(w.node_name) << ", \"op\": " << json_str(w.op_type) << ", \"ggml\": " << json_str(w.ggml_ops)
+            std::cout << (k ? "," : "") << "\n  {\"node\": " << json_str(w.node_name)
+                      << ", \"op\": " << json_str(w.op_type) << ", \"ggml\": " << json_str(w.ggml_ops)
                       << ", \"value\": " << json_str(w.value) << ", \"shape\": " << json_str(shape_str(w.shape));
-            if (w.compared) std::cout << ", \"max_abs_err\": " << num(w.max_abs) << ", \"rel_err\": " << num(w.rel) << ", \"over\": " << (w.over ? "true" : "false");
+            if (w.compared)
+                std::cout << ", \"max_abs_err\": " << num(w.max_abs) << ", \"rel_err\": " << num(w.rel)
+                          << ", \"over\": " << (w.over ? "true" : "false");
             else std::cout << ", \"note\": " << json_str(w.note);
             std::cout << ", \"first\": " << (w.first ? "true" : "false") << "}";
         }
         std::cout << "\n]}\n";
         return first ? 1 : 0;
     }
-    printf("compare %s on %s against %s; error = max|got-ref| / max|ref|, tolerance %.3g\n", a.model.c_str(), r.backend.c_str(), r.reference.c_str(), a.tolerance);
-    if (!r.reference_gaps.empty()) printf("the host reference cannot compute these nodes (their values and what follows are not compared):\n%s", r.reference_gaps.c_str());
-    printf("%-3s %-28s %-16s %-24s %-36s %-14s %10s %10s\n", "", "node", "op", "ggml ops", "value", "shape", "max_abs", "error");
+    printf("compare %s on %s against %s; error = max|got-ref| / max|ref|, tolerance %.3g\n", a.model.c_str(),
+           r.backend.c_str(), r.reference.c_str(), a.tolerance);
+    if (!r.reference_gaps.empty())
+        printf("the host reference cannot compute these nodes (their values and what follows are not compared):\n%s",
+               r.reference_gaps.c_str());
+    printf("%-3s %-28s %-16s %-24s %-36s %-14s %10s %10s\n", "", "node", "op", "ggml ops", "value", "shape", "max_abs",
+           "error");
     auto cut = [](const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n - 2) + ".."; };
     for (const CompareRow& w : r.rows) {
         const char* mark = w.first ? ">>" : w.over ? "!" : "";
         if (w.compared)
-            printf("%-3s %-28s %-16s %-24s %-36s %-14s %10.3g %10.3g\n", mark, cut(w.node_name, 28).c_str(), cut(w.op_type, 16).c_str(), cut(w.ggml_ops, 24).c_str(),
-                   cut(w.value, 36).c_str(), shape_str(w.shape).c_str(), w.max_abs, w.rel);
+            printf("%-3s %-28s %-16s %-24s %-36s %-14s %10.3g %10.3g\n", mark, cut(w.node_name, 28).c_str(),
+                   cut(w.op_type, 16).c_str(), cut(w.ggml_ops, 24).c_str(), cut(w.value, 36).c_str(),
+                   shape_str(w.shape).c_str(), w.max_abs, w.rel);
         else
-            printf("%-3s %-28s %-16s %-24s %-36s %-14s %21s\n", mark, cut(w.node_name, 28).c_str(), cut(w.op_type, 16).c_str(), cut(w.ggml_ops, 24).c_str(),
-                   cut(w.value, 36).c_str(), shape_str(w.shape).c_str(), ("(" + w.note + ")").c_str());
+            printf("%-3s %-28s %-16s %-24s %-36s %-14s %21s\n", mark, cut(w.node_name, 28).c_str(),
+                   cut(w.op_type, 16).c_str(), cut(w.ggml_ops, 24).c_str(), cut(w.value, 36).c_str(),
+                   shape_str(w.shape).c_str(), ("(" + w.note + ")").c_str());
     }
     if (first)
-        printf("first divergence: node '%s' (%s): error %.3g of its value's range while its inputs are within %.3g (>> above; ! marks every value over)\n",
-               first->node_name.c_str(), first->op_type.c_str(), first->rel, a.tolerance);
-    else
-        printf("no divergence: every compared value within %.3g\n", a.tolerance);
+        printf(
+            "first divergence: node '%s' (%s): error %.3g of its value's range while its inputs are within %.3g (>> "
+            "above; ! marks every value over)\n",
+            first->node_name.c_str(), first->op_type.c_str(), first->rel, a.tolerance);
+    else printf("no divergence: every compared value within %.3g\n", a.tolerance);
     return first ? 1 : 0;
 }
 
@@ -636,7 +710,8 @@ int cmd_check(const Args& a) {
             const Graph& g0 = ss->model();
             auto in_files = list_dir(sd, "input_");
             if (in_files.size() != g0.inputs.size())
-                bad_input(sd + ": " + std::to_string(in_files.size()) + " input files for " + std::to_string(g0.inputs.size()) + " graph inputs");
+                bad_input(sd + ": " + std::to_string(in_files.size()) + " input files for " +
+                          std::to_string(g0.inputs.size()) + " graph inputs");
             std::map<std::string, Tensor> values;
             for (size_t k = 0; k < in_files.size(); ++k) {
                 std::string name;
@@ -655,14 +730,20 @@ int cmd_check(const Args& a) {
                 std::string gaps;
                 auto host = host_values(model, values, a.copts, &gaps);
                 std::vector<Tensor> outs;
-                for (size_t k = 0; k < exp.size() && k < g0.outputs.size(); ++k) exp[k] = bf16_bits(exp[k], g0.values[g0.outputs[k]].dtype);
+                for (size_t k = 0; k < exp.size() && k < g0.outputs.size(); ++k)
+                    exp[k] = bf16_bits(exp[k], g0.values[g0.outputs[k]].dtype);
                 for (size_t k = 0; k < g0.outputs.size(); ++k) {
                     auto it = host.find(g0.values[g0.outputs[k]].name);
-                    if (it == host.end()) throw Error(kExitUnsupported, model + ": the host reference cannot compute output '" + g0.values[g0.outputs[k]].name + "':\n" + gaps);
+                    if (it == host.end())
+                        throw Error(kExitUnsupported, model + ": the host reference cannot compute output '" +
+                                                          g0.values[g0.outputs[k]].name + "':\n" + gaps);
                     DType want = k < exp.size() ? exp[k].dtype : it->second.dtype;
-                    outs.push_back(it->second.dtype == DType::F64 && want != DType::F64 ? it->second.cast(want) : it->second);
+                    outs.push_back(it->second.dtype == DType::F64 && want != DType::F64 ? it->second.cast(want)
+                                                                                        : it->second);
                 }
-                if (exp.size() != outs.size()) bad_input(sd + ": " + std::to_string(exp.size()) + " output files for " + std::to_string(outs.size()) + " graph outputs");
+                if (exp.size() != outs.size())
+                    bad_input(sd + ": " + std::to_string(exp.size()) + " output files for " +
+                              std::to_string(outs.size()) + " graph outputs");
                 all &= report(g0, outs, exp, a, set + " ");
                 continue;
             }
@@ -678,7 +759,9 @@ int cmd_check(const Args& a) {
             }
             const Graph& g = ss->model();  // outputs by name as loaded (a staged model's come from its stages)
             for (size_t k = 0; k < exp.size() && k < outs.size(); ++k) exp[k] = bf16_bits(exp[k], outs[k].dtype);
-            if (exp.size() != g.outputs.size()) bad_input(sd + ": " + std::to_string(exp.size()) + " output files for " + std::to_string(g.outputs.size()) + " graph outputs");
+            if (exp.size() != g.outputs.size())
+                bad_input(sd + ": " + std::to_string(exp.size()) + " output files for " +
+                          std::to_string(g.outputs.size()) + " graph outputs");
             all &= report(g, outs, exp, a, set + " ");
         }
         printf("%s\n", all ? "PASS" : "FAIL");
@@ -705,7 +788,10 @@ int cmd_check(const Args& a) {
 
 int cmd_bench(const Args& a) {
     Args b = a;
-    if (b.inputs.empty() && !b.has_seed) { b.has_seed = true; b.seed = 0; }
+    if (b.inputs.empty() && !b.has_seed) {
+        b.has_seed = true;
+        b.seed = 0;
+    }
     if (b.sets.size() > 1) bad_input("bench takes one input set (no --then)");
     auto ss = open_session(b, true);
     std::vector<Tensor> ins = gather_inputs(*ss, b, b.sets[0]);
@@ -719,7 +805,8 @@ int cmd_bench(const Args& a) {
     }
     std::vector<double> sorted = ms;
     std::sort(sorted.begin(), sorted.end());
-    double med = sorted.size() % 2 ? sorted[sorted.size() / 2] : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
+    double med = sorted.size() % 2 ? sorted[sorted.size() / 2]
+                                   : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("backend=%s threads=%d repeat=%d warmup=%d\n", s.backend_name().c_str(), a.threads, a.repeat, a.warmup);
@@ -746,7 +833,10 @@ int main(int argc, char** argv) {
     try {
         Args a = parse(argc, argv);
         if (a.cmd == "ops") return cmd_ops();
-        if (a.cmd == "-h" || a.cmd == "--help" || a.cmd == "help") { std::cout << kUsage; return 0; }
+        if (a.cmd == "-h" || a.cmd == "--help" || a.cmd == "help") {
+            std::cout << kUsage;
+            return 0;
+        }
         if (a.cmd == "--version" || a.cmd == "version") return cmd_version();
         if (a.model.empty()) bad_input("missing MODEL\n" + std::string(kUsage));
         if (a.cmd == "inspect") return cmd_inspect(a);

@@ -17,7 +17,9 @@
 
 namespace onnx2ggml {
 
-namespace templates { const char* get(const std::string& name); }
+namespace templates {
+const char* get(const std::string& name);
+}
 
 static void write_text(const std::string& path, const std::string& text) {
     std::ofstream f(path, std::ios::binary);
@@ -33,7 +35,8 @@ static void make_dirs(const std::string& dir) {
     while (std::getline(ss, seg, '/')) {
         if (seg.empty()) continue;
         cur += seg + "/";
-        if (mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) bad_input(dir + ": cannot create folder: " + std::strerror(errno));
+        if (mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST)
+            bad_input(dir + ": cannot create folder: " + std::strerror(errno));
     }
 }
 
@@ -43,18 +46,21 @@ static void set_arr_str(gguf_context* gg, const std::string& key, const std::vec
     gguf_set_arr_str(gg, key.c_str(), p.data(), p.size());
 }
 
-void write_gguf(const std::string& path, const std::vector<Weight>& weights, const std::vector<std::pair<std::string, std::string>>& meta,
+void write_gguf(const std::string& path, const std::vector<Weight>& weights,
+                const std::vector<std::pair<std::string, std::string>>& meta,
                 const std::vector<std::pair<std::string, std::vector<std::string>>>& arrays) {
     gguf_context* gg = gguf_init_empty();
     for (auto& kv : meta) gguf_set_val_str(gg, kv.first.c_str(), kv.second.c_str());
     for (auto& kv : arrays) set_arr_str(gg, kv.first, kv.second);
     std::vector<std::string> onnx_names;
     std::vector<uint8_t> transposed;
-    for (const auto& w : weights) onnx_names.push_back(w.initializer ? w.onnx_name : ""), transposed.push_back(w.transpose);
+    for (const auto& w : weights)
+        onnx_names.push_back(w.initializer ? w.onnx_name : ""), transposed.push_back(w.transpose);
     set_arr_str(gg, gguf_keys::onnx_names, onnx_names);
     // an empty numeric array would reach fwrite(nullptr, ...) inside gguf.cpp: a model without
     // weights has no transposed key (the reader takes a missing key as "no tensors")
-    if (!transposed.empty()) gguf_set_arr_data(gg, gguf_keys::transposed, GGUF_TYPE_UINT8, transposed.data(), transposed.size());
+    if (!transposed.empty())
+        gguf_set_arr_data(gg, gguf_keys::transposed, GGUF_TYPE_UINT8, transposed.data(), transposed.size());
     ggml_init_params p = {ggml_tensor_overhead() * (weights.size() + 1), nullptr, true};
     ggml_context* tctx = ggml_init(p);
     for (const auto& w : weights) {
@@ -85,12 +91,14 @@ void write_gguf(const std::string& path, const std::vector<Weight>& weights, con
     if (!ok) bad_input(path + ": cannot write GGUF file");
 }
 
-static std::string io_table(const Graph& g, const std::vector<int>& ids, const char* name, const std::vector<int64_t>& bounds) {
+static std::string io_table(const Graph& g, const std::vector<int>& ids, const char* name,
+                            const std::vector<int64_t>& bounds) {
     std::ostringstream s;
     s << "static const io_info " << name << "[] = {\n";
     for (size_t k = 0; k < ids.size(); ++k) {
         const Value& v = g.values[ids[k]];
-        s << "    {" << cpp_string_literal(v.name) << ", " << int(v.dtype) << ", " << (k < bounds.size() ? bounds[k] : 0) << "LL, " << v.shape.size() << ", {";
+        s << "    {" << cpp_string_literal(v.name) << ", " << int(v.dtype) << ", "
+          << (k < bounds.size() ? bounds[k] : 0) << "LL, " << v.shape.size() << ", {";
         for (size_t i = 0; i < v.shape.size(); ++i) s << (i ? ", " : "") << v.shape[i] << "LL";
         if (v.shape.empty()) s << "0";
         s << "}},\n";
@@ -108,23 +116,28 @@ GgufMeta gguf_model_meta(const Graph& loaded, const WeightRules& rules) {
     return m;
 }
 
-EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& model_path, const WeightRules& weight_rules, const GgufMeta& model_meta) {
+EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& model_path,
+                        const WeightRules& weight_rules, const GgufMeta& model_meta) {
     for (int id : g.inputs)
         if (g.values[id].shape.size() > 8) unsupported(g.path + ": input rank above 8");
     for (int id : g.outputs)
         if (g.values[id].shape.size() > 8) unsupported(g.path + ": output rank above 8");
     for (int id : g.inputs)
-        if (shape_numel(g.values[id].shape) == 0) unsupported(g.path + ": graph input '" + g.values[id].name + "' has no elements: generated programs take non-empty inputs");
+        if (shape_numel(g.values[id].shape) == 0)
+            unsupported(g.path + ": graph input '" + g.values[id].name +
+                        "' has no elements: generated programs take non-empty inputs");
     for (const std::vector<int>* ids : {&g.inputs, &g.outputs})
         for (int id : *ids)
             if (!device_computable(g.values[id].dtype))
-                unsupported(g.path + ": graph " + (ids == &g.inputs ? "input '" : "output '") + g.values[id].name + "' has dtype " +
-                            dtype_name(g.values[id].dtype) + ": generated programs take float32, bool, int32 and int64 tensors (`run` takes all)");
+                unsupported(g.path + ": graph " + (ids == &g.inputs ? "input '" : "output '") + g.values[id].name +
+                            "' has dtype " + dtype_name(g.values[id].dtype) +
+                            ": generated programs take float32, bool, int32 and int64 tensors (`run` takes all)");
     auto bg = build_graph(g, true, weight_rules);
     Builder& b = *bg->b;
     for (size_t k = 0; k < g.outputs.size(); ++k)
         if (!b.outputs[k] && shape_numel(g.values[g.outputs[k]].shape) > 0)
-            unsupported(g.path + ": graph output '" + g.values[g.outputs[k]].name + "' is a constant that ggml tensors cannot hold exactly (int64 beyond int32): `run` returns it");
+            unsupported(g.path + ": graph output '" + g.values[g.outputs[k]].name +
+                        "' is a constant that ggml tensors cannot hold exactly (int64 beyond int32): `run` returns it");
     make_dirs(outdir);
 
     std::ostringstream h;
@@ -139,7 +152,8 @@ EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& 
       << "constexpr int n_weights = " << b.weights.size() << ";\n"
       << "constexpr size_t max_tensors = " << bg->max_tensors << ";\n"
       << "constexpr size_t graph_size = " << bg->graph_size << ";\n\n"
-      << io_table(g, g.inputs, "inputs", b.index_bound) << "\n" << io_table(g, g.outputs, "outputs", {}) << "\n"
+      << io_table(g, g.inputs, "inputs", b.index_bound) << "\n"
+      << io_table(g, g.outputs, "outputs", {}) << "\n"
       << "// Builds the graph: w = weights (w0.. in model.gguf), in = inputs (created here), out = outputs.\n"
       << "void build(ggml_context * ctx, ggml_tensor ** w, ggml_tensor ** in, ggml_tensor ** out);\n\n"
       << "}  // namespace model\n";
@@ -170,7 +184,9 @@ EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& 
     write_text(outdir + "/CMakeLists.txt", cm);
 
     std::vector<std::pair<std::string, std::string>> meta = {
-        {"general.architecture", "onnx2ggml"}, {"onnx2ggml.source", model_path}, {"onnx2ggml.producer", g.producer},
+        {"general.architecture", "onnx2ggml"},
+        {"onnx2ggml.source", model_path},
+        {"onnx2ggml.producer", g.producer},
         {"onnx2ggml.version", ONNX2GGML_VERSION " (commit " ONNX2GGML_COMMIT ")"}};
     meta.insert(meta.end(), model_meta.strings.begin(), model_meta.strings.end());
     write_gguf(outdir + "/model.gguf", b.weights, meta, model_meta.arrays);

@@ -10,7 +10,9 @@
 
 namespace onnx2ggml {
 
-struct EmitReport { size_t weights = 0, weight_bytes = 0, lines = 0; };
+struct EmitReport {
+    size_t weights = 0, weight_bytes = 0, lines = 0;
+};
 
 // `model_meta`: what identifies the model and the weights' rules in model.gguf (gguf_model_meta), so that
 // `run --gguf` can take it
@@ -18,8 +20,8 @@ struct GgufMeta {
     std::vector<std::pair<std::string, std::string>> strings;
     std::vector<std::pair<std::string, std::vector<std::string>>> arrays;
 };
-EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& model_path, const WeightRules& weight_rules = {},
-                        const GgufMeta& model_meta = {});
+EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& model_path,
+                        const WeightRules& weight_rules = {}, const GgufMeta& model_meta = {});
 
 // The GGUF metadata of a model as loaded (before passes) and its rules: gguf_keys::model_key, initializers,
 // weights, rules
@@ -30,7 +32,8 @@ GgufMeta gguf_model_meta(const Graph& loaded, const WeightRules& rules);
 // progress bar. Per tensor it records the initializer it comes from and whether it is stored transposed
 // (gguf_keys::onnx_names, transposed).
 struct Weight;
-void write_gguf(const std::string& path, const std::vector<Weight>& weights, const std::vector<std::pair<std::string, std::string>>& meta,
+void write_gguf(const std::string& path, const std::vector<Weight>& weights,
+                const std::vector<std::pair<std::string, std::string>>& meta,
                 const std::vector<std::pair<std::string, std::vector<std::string>>>& arrays = {});
 
 }  // namespace onnx2ggml

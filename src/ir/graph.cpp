@@ -3,9 +3,9 @@
 namespace onnx2ggml {
 
 const char* attr_kind_name(Attr::Kind k) {
-    static const char* names[] = {"undefined", "float", "int", "string", "tensor", "graph", "floats", "ints",
-                                  "strings", "tensors", "graphs", "sparse_tensor", "sparse_tensors",
-                                  "type_proto", "type_protos"};
+    static const char* names[] = {"undefined",      "float",      "int",        "string",  "tensor", "graph",
+                                  "floats",         "ints",       "strings",    "tensors", "graphs", "sparse_tensor",
+                                  "sparse_tensors", "type_proto", "type_protos"};
     return (k >= 0 && k <= 14) ? names[k] : "unknown";
 }
 

@@ -22,31 +22,46 @@ namespace onnx2ggml {
 
 size_t dtype_size(DType t) {
     switch (t) {
-        case DType::F32: case DType::I32: case DType::U32: return 4;
-        case DType::U8: case DType::I8: case DType::Bool: return 1;
-        case DType::U16: case DType::I16: case DType::F16: case DType::BF16: return 2;
-        case DType::I64: case DType::F64: case DType::U64: return 8;
+        case DType::F32:
+        case DType::I32:
+        case DType::U32: return 4;
+        case DType::U8:
+        case DType::I8:
+        case DType::Bool: return 1;
+        case DType::U16:
+        case DType::I16:
+        case DType::F16:
+        case DType::BF16: return 2;
+        case DType::I64:
+        case DType::F64:
+        case DType::U64: return 8;
         default: return 0;
     }
 }
 
 const char* dtype_name(DType t) {
     switch (t) {
-        case DType::F32: return "float32"; case DType::U8: return "uint8"; case DType::I8: return "int8";
-        case DType::U16: return "uint16"; case DType::I16: return "int16"; case DType::I32: return "int32";
-        case DType::I64: return "int64"; case DType::String: return "string"; case DType::Bool: return "bool";
-        case DType::F16: return "float16"; case DType::F64: return "float64"; case DType::U32: return "uint32";
-        case DType::U64: return "uint64"; case DType::BF16: return "bfloat16"; default: return "undefined";
+        case DType::F32: return "float32";
+        case DType::U8: return "uint8";
+        case DType::I8: return "int8";
+        case DType::U16: return "uint16";
+        case DType::I16: return "int16";
+        case DType::I32: return "int32";
+        case DType::I64: return "int64";
+        case DType::String: return "string";
+        case DType::Bool: return "bool";
+        case DType::F16: return "float16";
+        case DType::F64: return "float64";
+        case DType::U32: return "uint32";
+        case DType::U64: return "uint64";
+        case DType::BF16: return "bfloat16";
+        default: return "undefined";
     }
 }
 
-bool dtype_is_float(DType t) {
-    return t == DType::F32 || t == DType::F16 || t == DType::F64 || t == DType::BF16;
-}
+bool dtype_is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::F64 || t == DType::BF16; }
 
-bool dtype_known(int t) {
-    return t >= 1 && t <= 16 && t != 8 && t != 14 && t != 15 && dtype_size(DType(t)) > 0;
-}
+bool dtype_known(int t) { return t >= 1 && t <= 16 && t != 8 && t != 14 && t != 15 && dtype_size(DType(t)) > 0; }
 
 int64_t shape_numel(const Shape& s) {
     int64_t n = 1;
@@ -147,7 +162,8 @@ int64_t Tensor::geti(int64_t i) const {
         case DType::I32: return reinterpret_cast<const int32_t*>(p)[i];
         case DType::I16: return reinterpret_cast<const int16_t*>(p)[i];
         case DType::I8: return reinterpret_cast<const int8_t*>(p)[i];
-        case DType::U8: case DType::Bool: return p[i];
+        case DType::U8:
+        case DType::Bool: return p[i];
         case DType::U16: return reinterpret_cast<const uint16_t*>(p)[i];
         case DType::U32: return reinterpret_cast<const uint32_t*>(p)[i];
         case DType::U64: return int64_t(reinterpret_cast<const uint64_t*>(p)[i]);
@@ -301,22 +317,32 @@ Tensor Tensor::transposed_last2() const {
 namespace {
 struct HeapStorage : Storage {
     std::vector<uint8_t> v;
-    explicit HeapStorage(size_t n) : v(n) { data = v.data(); size = n; }
+    explicit HeapStorage(size_t n) : v(n) {
+        data = v.data();
+        size = n;
+    }
 };
 struct StringStorage : Storage {
     std::string s;
-    explicit StringStorage(std::string&& b) : s(std::move(b)) { data = reinterpret_cast<uint8_t*>(&s[0]); size = s.size(); }
+    explicit StringStorage(std::string&& b) : s(std::move(b)) {
+        data = reinterpret_cast<uint8_t*>(&s[0]);
+        size = s.size();
+    }
 };
 struct MappedStorage : Storage {
     void* base = nullptr;
     size_t len = 0;
-    ~MappedStorage() override { if (base) munmap(base, len); }
+    ~MappedStorage() override {
+        if (base) munmap(base, len);
+    }
 };
 }  // namespace
 
 std::shared_ptr<Storage> heap_storage(size_t n) { return std::make_shared<HeapStorage>(n); }
 
-std::shared_ptr<Storage> string_storage(std::string&& bytes) { return std::make_shared<StringStorage>(std::move(bytes)); }
+std::shared_ptr<Storage> string_storage(std::string&& bytes) {
+    return std::make_shared<StringStorage>(std::move(bytes));
+}
 
 std::shared_ptr<Storage> map_file(const std::string& path, int64_t offset, int64_t length) {
     if (offset < 0 || length < 0) bad_input(path + ": negative offset or length");
@@ -329,7 +355,9 @@ std::shared_ptr<Storage> map_file(const std::string& path, int64_t offset, int64
     m->len = skip + size_t(length);
     void* p = mmap(nullptr, m->len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, off_t(start));
     close(fd);
-    if (p == MAP_FAILED) bad_input(path + ": cannot map " + std::to_string(length) + " bytes at offset " + std::to_string(offset) + ": " + std::strerror(errno));
+    if (p == MAP_FAILED)
+        bad_input(path + ": cannot map " + std::to_string(length) + " bytes at offset " + std::to_string(offset) +
+                  ": " + std::strerror(errno));
     m->base = p;
     m->data = static_cast<uint8_t*>(p) + skip;
     m->size = size_t(length);

@@ -11,14 +11,27 @@ namespace onnx2ggml {
 
 // Values are those of onnx.TensorProto.DataType.
 enum class DType : int {
-    Undefined = 0, F32 = 1, U8 = 2, I8 = 3, U16 = 4, I16 = 5, I32 = 6, I64 = 7,
-    String = 8, Bool = 9, F16 = 10, F64 = 11, U32 = 12, U64 = 13, BF16 = 16,
+    Undefined = 0,
+    F32 = 1,
+    U8 = 2,
+    I8 = 3,
+    U16 = 4,
+    I16 = 5,
+    I32 = 6,
+    I64 = 7,
+    String = 8,
+    Bool = 9,
+    F16 = 10,
+    F64 = 11,
+    U32 = 12,
+    U64 = 13,
+    BF16 = 16,
 };
 
-size_t dtype_size(DType t);           // 0 for unsupported/unknown
+size_t dtype_size(DType t);  // 0 for unsupported/unknown
 const char* dtype_name(DType t);
 bool dtype_is_float(DType t);
-bool dtype_known(int onnx_type);      // a dtype onnx2ggml can hold on the host
+bool dtype_known(int onnx_type);  // a dtype onnx2ggml can hold on the host
 
 using Shape = std::vector<int64_t>;
 int64_t shape_numel(const Shape& s);  // throws on overflow or negative dims
@@ -31,8 +44,8 @@ struct Storage {
     uint8_t* data = nullptr;
     size_t size = 0;
 };
-std::shared_ptr<Storage> heap_storage(size_t n);                 // zero-filled
-std::shared_ptr<Storage> string_storage(std::string&& bytes);      // takes the string over, no copy
+std::shared_ptr<Storage> heap_storage(size_t n);               // zero-filled
+std::shared_ptr<Storage> string_storage(std::string&& bytes);  // takes the string over, no copy
 // Maps [offset, offset + length) of a file copy-on-write (pages are read on first touch and
 // released with the last tensor using them). Throws Error(2) naming the file on failure.
 std::shared_ptr<Storage> map_file(const std::string& path, int64_t offset, int64_t length);
@@ -59,8 +72,14 @@ struct Tensor {
     size_t nbytes() const { return buf ? buf->size : 0; }
     const uint8_t* data() const { return buf->data; }
     uint8_t* data() { return buf->data; }
-    template <class T> const T* ptr() const { return reinterpret_cast<const T*>(buf->data); }
-    template <class T> T* ptr() { return reinterpret_cast<T*>(buf->data); }
+    template <class T>
+    const T* ptr() const {
+        return reinterpret_cast<const T*>(buf->data);
+    }
+    template <class T>
+    T* ptr() {
+        return reinterpret_cast<T*>(buf->data);
+    }
 
     double getf(int64_t i) const;
     int64_t geti(int64_t i) const;
@@ -68,9 +87,13 @@ struct Tensor {
     void seti(int64_t i, int64_t v);
     std::vector<int64_t> to_i64() const;
     std::vector<float> to_f32() const;
-    Tensor cast(DType t) const;                 // shares the storage when t == dtype; to/from string as ONNX Cast
-    Tensor transposed_last2() const;            // host transpose of the last two dims (a copy)
-    Tensor reshaped(const Shape& s) const { Tensor r = *this; r.shape = s; return r; }
+    Tensor cast(DType t) const;       // shares the storage when t == dtype; to/from string as ONNX Cast
+    Tensor transposed_last2() const;  // host transpose of the last two dims (a copy)
+    Tensor reshaped(const Shape& s) const {
+        Tensor r = *this;
+        r.shape = s;
+        return r;
+    }
 };
 
 }  // namespace onnx2ggml

@@ -37,8 +37,9 @@ void Builder::emit(ggml_tensor* r, const char* fn, std::vector<std::string> args
     vars_[r] = v;
 }
 
-static const ggml_type kWeightTypes[] = {GGML_TYPE_F32,  GGML_TYPE_F16,  GGML_TYPE_Q8_0, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q4_0,
-                                         GGML_TYPE_Q4_1, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K};
+static const ggml_type kWeightTypes[] = {GGML_TYPE_F32,  GGML_TYPE_F16,  GGML_TYPE_Q8_0, GGML_TYPE_Q5_0,
+                                         GGML_TYPE_Q5_1, GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q2_K,
+                                         GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K};
 
 ggml_type weight_type_by_name(const std::string& name) {
     for (ggml_type t : kWeightTypes)
@@ -69,20 +70,23 @@ Tensor Weight::data() const {
         case GGML_TYPE_F32: h = h.cast(DType::F32); break;
         case GGML_TYPE_F16: h = h.cast(DType::F16); break;
         case GGML_TYPE_I32:
-            if (h.dtype == DType::U32) break;  // held bit for bit
+            if (h.dtype == DType::U32) break;        // held bit for bit
             for (int64_t i = 0; i < h.numel(); ++i)  // int64 constants are held as int32: never wrap silently
                 if (h.geti(i) < INT32_MIN || h.geti(i) > INT32_MAX)
-                    unsupported("constant '" + onnx_name + "' holds " + std::to_string(h.geti(i)) + ", outside the int32 range ggml computes integers in");
+                    unsupported("constant '" + onnx_name + "' holds " + std::to_string(h.geti(i)) +
+                                ", outside the int32 range ggml computes integers in");
             h = h.cast(DType::I32);
             break;
         default:  // held bit for bit (float64, int8/uint8, ...: see ggml_type_for)
-            if (dtype_size(h.dtype) != ggml_type_size(t->type)) internal_error(std::string("weight of ggml type ") + ggml_type_name(t->type));
+            if (dtype_size(h.dtype) != ggml_type_size(t->type))
+                internal_error(std::string("weight of ggml type ") + ggml_type_name(t->type));
     }
     if (h.nbytes() != ggml_nbytes(t)) internal_error("weight data size differs from its ggml tensor");
     return h;
 }
 
-ggml_tensor* Builder::weight(const Tensor& host, ggml_type type, const std::string& onnx_name, bool transpose, bool shareable) {
+ggml_tensor* Builder::weight(const Tensor& host, ggml_type type, const std::string& onnx_name, bool transpose,
+                             bool shareable) {
     int64_t ne[4] = {1, 1, 1, 1};
     int r = int(host.shape.size());
     if (r > 4) internal_error("weight of rank > 4 must be reshaped before upload");
@@ -99,8 +103,9 @@ ggml_tensor* Builder::weight(const Tensor& host, ggml_type type, const std::stri
         weights.push_back(std::move(w));
     };
     if (share && shareable && !record_) {
-        std::string key = onnx_name + "|" + ggml_type_name(type) + "|" + std::to_string(ne[0]) + "x" + std::to_string(ne[1]) + "x" +
-                          std::to_string(ne[2]) + "x" + std::to_string(ne[3]) + (transpose ? "|T" : "");
+        std::string key = onnx_name + "|" + ggml_type_name(type) + "|" + std::to_string(ne[0]) + "x" +
+                          std::to_string(ne[1]) + "x" + std::to_string(ne[2]) + "x" + std::to_string(ne[3]) +
+                          (transpose ? "|T" : "");
         bool fresh = false;
         ggml_tensor* t = share->get(key, type, ne, &fresh);
         if (fresh) made(t);
@@ -115,7 +120,8 @@ ggml_tensor* Builder::weight(const Tensor& host, ggml_type type, const std::stri
     return t;
 }
 
-ggml_tensor* Builder::custom(ggml_type type, const int64_t ne[4], std::vector<ggml_tensor*> args, ggml_custom_op_t fun, void* userdata) {
+ggml_tensor* Builder::custom(ggml_type type, const int64_t ne[4], std::vector<ggml_tensor*> args, ggml_custom_op_t fun,
+                             void* userdata) {
     if (record_) internal_error("a host kernel in a recorded program");
     reserve(ctx);
     return ggml_custom_4d(ctx, type, ne[0], ne[1], ne[2], ne[3], args.data(), int(args.size()), fun, 1, userdata);
@@ -158,7 +164,8 @@ void Builder::mark_output(int index, ggml_tensor* t) {
         return;
     }
     ggml_set_output(t);
-    if (record_) lines.push_back("out[" + std::to_string(index) + "] = " + var(t) + "; ggml_set_output(" + var(t) + ");");
+    if (record_)
+        lines.push_back("out[" + std::to_string(index) + "] = " + var(t) + "; ggml_set_output(" + var(t) + ");");
 }
 
 std::string cpp_string_literal(const std::string& s) {
@@ -179,7 +186,10 @@ std::string cpp_comment_text(const std::string& s) {
     for (unsigned char c : s) {
         if (c >= 0x20 && c < 0x7f && c != '\\' && c != '*' && c != '?') r += char(c);
         else r += '_';
-        if (r.size() >= 160) { r += "..."; break; }
+        if (r.size() >= 160) {
+            r += "...";
+            break;
+        }
     }
     return r;
 }

@@ -22,11 +22,11 @@ struct Weight {
     std::string onnx_name;  // value it came from ("" for derived constants)
     Tensor host;            // source data, row-major, rank <= 4
     ggml_tensor* t = nullptr;
-    bool transpose = false; // store host transposed in its last two dims
+    bool transpose = false;    // store host transposed in its last two dims
     bool initializer = false;  // host is an initializer's value (as loaded: the same in every specialization)
     std::shared_ptr<const GgufWeights> gguf;  // --gguf: the stored bytes are its tensor gguf_index
     int64_t gguf_index = -1;
-    Tensor data() const;    // the bytes as stored: ggml_nbytes(t) of them
+    Tensor data() const;  // the bytes as stored: ggml_nbytes(t) of them
 };
 
 // Tensors that several built graphs of one model share: the model's initializers, stored once for
@@ -43,8 +43,7 @@ struct HostKernel;  // lower/host_kernel.h
 
 class Builder {
 public:
-    Builder(ggml_context* compute, ggml_context* weights, bool record)
-        : ctx(compute), wctx(weights), record_(record) {}
+    Builder(ggml_context* compute, ggml_context* weights, bool record) : ctx(compute), wctx(weights), record_(record) {}
 
     // Thrown when a ggml context would run out of tensor slots; build_graph retries larger.
     struct ContextFull {};
@@ -58,7 +57,8 @@ public:
     }
 
     // `shareable`: host is an initializer's value, the same in every specialization of the model
-    ggml_tensor* weight(const Tensor& host, ggml_type type, const std::string& onnx_name, bool transpose = false, bool shareable = false);
+    ggml_tensor* weight(const Tensor& host, ggml_type type, const std::string& onnx_name, bool transpose = false,
+                        bool shareable = false);
     WeightShare* share = nullptr;  // where shareable weights live (none: every weight is this graph's)
     // How the float MatMul/Gemm/Conv weights are stored (--weights, --weights-rule: WeightRules::choose),
     // and where an initializer's stored bytes come from (--gguf: read as they are, not converted again)
@@ -66,11 +66,13 @@ public:
     // `compare`: keep every value readable after a run: plain layouts only (no backend-private
     // layouts between nodes); lower_graph then fills `values` and `node_ops`
     bool keep_values = false;
-    bool no_inplace = false;  // `compare --no-inplace`: no node writes onto another node's output (see LowerCtx::sole_reader)
-    std::vector<ggml_tensor*> values;      // after lower_graph: value id -> the ggml tensor that holds it (nullptr: none)
-    std::vector<std::string> node_ops;     // graph node index -> the ggml ops its lowering made ("" if none)
+    bool no_inplace =
+        false;  // `compare --no-inplace`: no node writes onto another node's output (see LowerCtx::sole_reader)
+    std::vector<ggml_tensor*> values;   // after lower_graph: value id -> the ggml tensor that holds it (nullptr: none)
+    std::vector<std::string> node_ops;  // graph node index -> the ggml ops its lowering made ("" if none)
     // A host kernel's node (lower/host_kernel.h): a ggml custom op; never recorded (compile refuses host kernels).
-    ggml_tensor* custom(ggml_type type, const int64_t ne[4], std::vector<ggml_tensor*> args, ggml_custom_op_t fun, void* userdata);
+    ggml_tensor* custom(ggml_type type, const int64_t ne[4], std::vector<ggml_tensor*> args, ggml_custom_op_t fun,
+                        void* userdata);
     std::vector<std::shared_ptr<HostKernel>> host_kernels;  // owned here: the graph's custom ops point at them
     ggml_tensor* input(int index, ggml_type type, const int64_t ne[4], const std::string& onnx_name);
     void name(ggml_tensor* t, const std::string& onnx_name);
@@ -83,7 +85,7 @@ public:
     std::vector<ggml_tensor*> inputs, outputs;
     std::vector<int64_t> index_bound;  // per input: > 0 when the input indexes a dim of that size
                                        // (negatives are normalized and the range checked at upload)
-    std::vector<std::string> lines;  // recorded C++ statements
+    std::vector<std::string> lines;    // recorded C++ statements
     bool recording() const { return record_; }
     std::string var(const ggml_tensor* t) const;
 
@@ -121,7 +123,7 @@ ggml_type weight_type_by_name(const std::string& name);
 std::string weight_type_names();  // "f32, f16, q8_0, ..."
 
 // C++ text helpers shared with the code generator.
-std::string cpp_string_literal(const std::string& s);   // escaped, inert for any input
-std::string cpp_comment_text(const std::string& s);     // printable ASCII, no comment terminators
+std::string cpp_string_literal(const std::string& s);  // escaped, inert for any input
+std::string cpp_comment_text(const std::string& s);    // printable ASCII, no comment terminators
 
 }  // namespace onnx2ggml

@@ -14,7 +14,8 @@ Tensor to_storage(const Tensor& t, ggml_type type) {
         for (int64_t i = 0; i < t.numel(); ++i) {
             int64_t x = t.geti(i);
             if (x < INT32_MIN || x > INT32_MAX)
-                throw Error(kExitUnsupported, "the int64 value " + std::to_string(x) + " is outside the int32 range ggml holds int64 tensors in");
+                throw Error(kExitUnsupported, "the int64 value " + std::to_string(x) +
+                                                  " is outside the int32 range ggml holds int64 tensors in");
             r.seti(i, x);
         }
         return r;
@@ -25,9 +26,11 @@ Tensor to_storage(const Tensor& t, ggml_type type) {
 }
 
 Tensor from_storage(const void* data, ggml_type type, DType dtype, const Shape& s) {
-    DType held = type == GGML_TYPE_F32 ? DType::F32 : (type == GGML_TYPE_I32 && dtype != DType::U32 ? DType::I32 : dtype);
+    DType held =
+        type == GGML_TYPE_F32 ? DType::F32 : (type == GGML_TYPE_I32 && dtype != DType::U32 ? DType::I32 : dtype);
     Tensor t = Tensor::zeros(held, s);
-    if (dtype_size(held) != ggml_type_size(type)) internal_error(std::string("a ") + dtype_name(dtype) + " tensor held as ggml " + ggml_type_name(type));
+    if (dtype_size(held) != ggml_type_size(type))
+        internal_error(std::string("a ") + dtype_name(dtype) + " tensor held as ggml " + ggml_type_name(type));
     std::memcpy(t.data(), data, t.nbytes());
     return t.cast(dtype);
 }
@@ -47,9 +50,12 @@ void run_host_kernel(ggml_tensor* dst, int ith, int /*nth*/, void* userdata) {
         OpCtx c(g, 0);
         k->def->eval(c);
         Value& o = g.values[n.outputs[k->out]];
-        if (!o.constant) internal_error("the host evaluator of " + n.op_type + " gave no value for output '" + o.name + "'");
+        if (!o.constant)
+            internal_error("the host evaluator of " + n.op_type + " gave no value for output '" + o.name + "'");
         Tensor st = to_storage(*o.constant, dst->type);
-        if (st.nbytes() != ggml_nbytes(dst)) internal_error("host kernel output of " + std::to_string(st.nbytes()) + " bytes for a tensor of " + std::to_string(ggml_nbytes(dst)));
+        if (st.nbytes() != ggml_nbytes(dst))
+            internal_error("host kernel output of " + std::to_string(st.nbytes()) + " bytes for a tensor of " +
+                           std::to_string(ggml_nbytes(dst)));
         std::memcpy(dst->data, st.data(), st.nbytes());
     } catch (const std::exception& e) {
         std::memset(dst->data, 0, ggml_nbytes(dst));
@@ -57,7 +63,8 @@ void run_host_kernel(ggml_tensor* dst, int ith, int /*nth*/, void* userdata) {
         if (k->error.empty()) {
             auto* err = dynamic_cast<const Error*>(&e);
             k->error_code = err ? err->code : kExitInternal;
-            k->error = k->node_desc + " at run time: " + (err && !err->detail.empty() ? err->detail : std::string(e.what()));
+            k->error =
+                k->node_desc + " at run time: " + (err && !err->detail.empty() ? err->detail : std::string(e.what()));
         }
     }
 }
@@ -75,7 +82,9 @@ void lower_on_host(LowerCtx& c, const std::string& why) {
         if (c.has_out(i) && shape_numel(c.out(i).shape) == 0)
             c.fail_unsupported(why + " (and its zero-size output '" + c.out(i).name + "' cannot be a ggml tensor)");
     if (c.b.recording())
-        c.fail_unsupported(why + "; `run` and `check` compute this node with onnx2ggml's host kernel, which `compile` cannot emit yet");
+        c.fail_unsupported(
+            why +
+            "; `run` and `check` compute this node with onnx2ggml's host kernel, which `compile` cannot emit yet");
 
     // the node alone, with its constant inputs; the others come from ggml at run time
     Graph ng;
@@ -89,7 +98,8 @@ void lower_on_host(LowerCtx& c, const std::string& why) {
         Value v = c.in(i);
         v.producer = -1;
         if (!v.constant) {
-            if (args.size() + 1 >= GGML_MAX_SRC) c.fail_unsupported(why + " (and it has too many runtime inputs for a host kernel)");
+            if (args.size() + 1 >= GGML_MAX_SRC)
+                c.fail_unsupported(why + " (and it has too many runtime inputs for a host kernel)");
             args.push_back(c.xc(i));
             arg_input.push_back(i);
         }

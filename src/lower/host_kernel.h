@@ -22,12 +22,12 @@ struct OpDef;
 
 struct HostKernel {
     const OpDef* def = nullptr;
-    Graph node_graph;             // the node alone: node 0, its inputs (constants kept) and outputs
-    std::vector<int> arg_input;   // ggml src j holds node input arg_input[j]
-    int out = 0;                  // the node output this kernel writes
-    std::string node_desc;        // "model.onnx: node 'x' (Op)" for run-time errors
+    Graph node_graph;            // the node alone: node 0, its inputs (constants kept) and outputs
+    std::vector<int> arg_input;  // ggml src j holds node input arg_input[j]
+    int out = 0;                 // the node output this kernel writes
+    std::string node_desc;       // "model.onnx: node 'x' (Op)" for run-time errors
     std::mutex m;
-    int error_code = 0;           // first run-time error (an Error's exit code)
+    int error_code = 0;  // first run-time error (an Error's exit code)
     std::string error;
 };
 

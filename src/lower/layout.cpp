@@ -76,8 +76,8 @@ bool view_strides(const std::array<int64_t, 4>& ne, const std::array<size_t, 4>&
         for (int i = 1; i < 4; ++i) new_nb[i] = new_nb[i - 1] * size_t(std::max<int64_t>(1, new_ne[i - 1]));
         return true;
     }
-    int v = 0;                    // next new dim to place
-    size_t base = nb[0];          // stride of the current chunk's innermost element
+    int v = 0;            // next new dim to place
+    size_t base = nb[0];  // stride of the current chunk's innermost element
     int64_t chunk = 1, placed = 1;
     for (int d = 0; d < 4; ++d) {
         chunk *= ne[d];

@@ -10,9 +10,9 @@
 
 namespace onnx2ggml {
 
-Shape canonical4(const Shape& s);                 // rank <= 4 copy, leading dims merged above 4
-std::array<int64_t, 4> to_ne(const Shape& s);     // ggml ne of the canonical shape
-int ggml_dim(int axis, int rank);                 // ONNX axis (normalized) -> ggml dim, -1 if merged
+Shape canonical4(const Shape& s);              // rank <= 4 copy, leading dims merged above 4
+std::array<int64_t, 4> to_ne(const Shape& s);  // ggml ne of the canonical shape
+int ggml_dim(int axis, int rank);              // ONNX axis (normalized) -> ggml dim, -1 if merged
 // ggml_permute's argument for an ONNX Transpose perm of rank <= 4.
 std::array<int, 4> ggml_permute_axes(const std::vector<int64_t>& perm);
 // The permutation that undoes `perm` (ONNX Transpose semantics).

@@ -6,20 +6,23 @@
 
 namespace onnx2ggml {
 
-bool device_computable(DType t) {
-    return t == DType::F32 || t == DType::Bool || t == DType::I32 || t == DType::I64;
-}
+bool device_computable(DType t) { return t == DType::F32 || t == DType::Bool || t == DType::I32 || t == DType::I64; }
 
 ggml_type ggml_type_for(DType t) {
     switch (t) {
-        case DType::F32: case DType::Bool: return GGML_TYPE_F32;  // booleans are 0/1 floats on the device
-        case DType::I32: case DType::I64: return GGML_TYPE_I32;   // int64 held as int32 (range-checked)
+        case DType::F32:
+        case DType::Bool: return GGML_TYPE_F32;  // booleans are 0/1 floats on the device
+        case DType::I32:
+        case DType::I64:
+            return GGML_TYPE_I32;  // int64 held as int32 (range-checked)
         // held bit for bit; only host kernels (lower/host_kernel.cpp) compute on these
         case DType::F64: return GGML_TYPE_F64;
         case DType::F16: return GGML_TYPE_F16;
         case DType::BF16: return GGML_TYPE_BF16;
-        case DType::I8: case DType::U8: return GGML_TYPE_I8;
-        case DType::I16: case DType::U16: return GGML_TYPE_I16;
+        case DType::I8:
+        case DType::U8: return GGML_TYPE_I8;
+        case DType::I16:
+        case DType::U16: return GGML_TYPE_I16;
         case DType::U32: return GGML_TYPE_I32;
         case DType::U64: return GGML_TYPE_I64;
         default: return GGML_TYPE_COUNT;
@@ -47,8 +50,10 @@ ggml_tensor* LowerCtx::x(int i) {
     auto it = st_.weight_of.find(id);
     if (it != st_.weight_of.end()) return it->second;
     ggml_type type = ggml_type_for(v.dtype);
-    if (type == GGML_TYPE_COUNT) fail_unsupported(std::string("constant '") + v.name + "' of dtype " + dtype_name(v.dtype) + " on the device");
-    ggml_tensor* w = b.weight(v.constant->reshaped(canonical4(v.constant->shape)), type, v.name, false, v.is_initializer);
+    if (type == GGML_TYPE_COUNT)
+        fail_unsupported(std::string("constant '") + v.name + "' of dtype " + dtype_name(v.dtype) + " on the device");
+    ggml_tensor* w =
+        b.weight(v.constant->reshaped(canonical4(v.constant->shape)), type, v.name, false, v.is_initializer);
     st_.weight_of[id] = w;
     return w;
 }
@@ -63,7 +68,8 @@ static const char* perturbed_node() {
 void LowerCtx::set(int i, ggml_tensor* t) {
     if (!has_out(i)) return;
     Value& v = out(i);
-    if (perturbed_node() && node().name == perturbed_node() && t->type == GGML_TYPE_F32 && v.dtype == DType::F32) t = G(b, ggml_scale, t, 1.01f);
+    if (perturbed_node() && node().name == perturbed_node() && t->type == GGML_TYPE_F32 && v.dtype == DType::F32)
+        t = G(b, ggml_scale, t, 1.01f);
     auto ne = to_ne(v.shape);
     for (int k = 0; k < 4; ++k)
         if (t->ne[k] != ne[k])
@@ -72,7 +78,8 @@ void LowerCtx::set(int i, ggml_tensor* t) {
                            "] for output '" + v.name + "' of shape " + shape_str(v.shape));
     ggml_type want = ggml_type_for(v.dtype);
     if (t->type != want)
-        internal_error(where() + ": lowering produced ggml type " + ggml_type_name(t->type) + " for output '" + v.name + "'");
+        internal_error(where() + ": lowering produced ggml type " + ggml_type_name(t->type) + " for output '" + v.name +
+                       "'");
     b.name(t, v.name);
     st_.vmap[node().outputs[i]] = t;
 }
@@ -82,17 +89,22 @@ ggml_tensor* LowerCtx::fused_behind(int i, Fused kind) {
     ggml_tensor* t = st_.vmap[size_t(node().inputs[size_t(i)])];
     ggml_tensor* s = t && t->view_src ? t->view_src : t;
     bool conv = s && (s->op == GGML_OP_CONV_2D || s->op == GGML_OP_CONV_2D_DW);
-    bool op = kind == Fused::Conv ? conv : kind == Fused::Norm ? s && s->op == GGML_OP_GROUP_NORM : conv || (s && s->op == GGML_OP_POOL_2D);
+    bool op = kind == Fused::Conv   ? conv
+              : kind == Fused::Norm ? s && s->op == GGML_OP_GROUP_NORM
+                                    : conv || (s && s->op == GGML_OP_POOL_2D);
     if (!op || s->type != GGML_TYPE_F32) return nullptr;
     auto it = st_.fused_value.find(s);
-    bool whole = ggml_is_contiguous(t) && (kind != Fused::Norm ? ggml_are_same_shape(t, s) : ggml_nelements(t) == ggml_nelements(s)) && t->view_offs == 0;
+    bool whole = ggml_is_contiguous(t) &&
+                 (kind != Fused::Norm ? ggml_are_same_shape(t, s) : ggml_nelements(t) == ggml_nelements(s)) &&
+                 t->view_offs == 0;
     return it != st_.fused_value.end() && it->second == node().inputs[size_t(i)] && whole ? s : nullptr;
 }
 
 void LowerCtx::reads_private(int i, ggml_tensor* reader) {
     if (b.keep_values) return;  // every value stays readable in its plain layout
     ggml_tensor* conv = fused_behind(i, Fused::Private);
-    if (!conv || conv->src[0]->type != GGML_TYPE_F32 || (conv->src[1] && conv->src[1]->type != GGML_TYPE_F32)) return;  // oneDNN's
+    if (!conv || conv->src[0]->type != GGML_TYPE_F32 || (conv->src[1] && conv->src[1]->type != GGML_TYPE_F32))
+        return;  // oneDNN's
     int v = node().inputs[size_t(i)];
     auto& rs = st_.private_readers[v];
     rs.push_back(reader);
@@ -142,7 +154,8 @@ ggml_tensor* LowerCtx::permute(ggml_tensor* t, const std::vector<int64_t>& perm)
 
 ggml_tensor* LowerCtx::slice(ggml_tensor* t, int d, int64_t start, int64_t len, int64_t step) {
     if (start == 0 && len == t->ne[d] && step == 1) return t;
-    if (start < 0 || len < 0 || (len > 0 && start + (len - 1) * step >= t->ne[d])) internal_error(where() + ": slice out of bounds");
+    if (start < 0 || len < 0 || (len > 0 && start + (len - 1) * step >= t->ne[d]))
+        internal_error(where() + ": slice out of bounds");
     int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
     size_t nb[4] = {t->nb[0], t->nb[1], t->nb[2], t->nb[3]};
     ne[d] = len;
@@ -158,14 +171,16 @@ ggml_tensor* LowerCtx::slice(ggml_tensor* t, int d, int64_t start, int64_t len, 
 ggml_tensor* LowerCtx::repeat_to(ggml_tensor* t, const std::array<int64_t, 4>& ne) {
     if (t->ne[0] == ne[0] && t->ne[1] == ne[1] && t->ne[2] == ne[2] && t->ne[3] == ne[3]) return t;
     for (int k = 0; k < 4; ++k)
-        if (t->ne[k] == 0 || ne[k] % t->ne[k] != 0) fail("shapes cannot be broadcast (ggml dim " + std::to_string(k) + ")");
+        if (t->ne[k] == 0 || ne[k] % t->ne[k] != 0)
+            fail("shapes cannot be broadcast (ggml dim " + std::to_string(k) + ")");
     return G(b, ggml_repeat_4d, t, ne[0], ne[1], ne[2], ne[3]);
 }
 
 ggml_tensor* LowerCtx::binary(Bin op, ggml_tensor* a, const Shape& sa, ggml_tensor* bt, const Shape& sb) {
     if (a->type != bt->type) fail("operands have different types");
     Shape so;
-    if (!broadcast_shapes(sa, sb, so)) fail("shapes " + shape_str(sa) + " and " + shape_str(sb) + " cannot be broadcast");
+    if (!broadcast_shapes(sa, sb, so))
+        fail("shapes " + shape_str(sa) + " and " + shape_str(sb) + " cannot be broadcast");
     size_t r = so.size();
     Shape xa = align_rank(sa, r), xb = align_rank(sb, r);
     if (r > 4) {  // merge neighbouring dims where each operand is whole in both or broadcast in both
@@ -186,16 +201,22 @@ ggml_tensor* LowerCtx::binary(Bin op, ggml_tensor* a, const Shape& sa, ggml_tens
     if (r > 4) {  // merged leading dims must agree exactly or be all 1
         auto lead_ok = [&](const Shape& s) {
             bool all1 = true, same = true;
-            for (size_t i = 0; i + 3 < r; ++i) { all1 &= s[i] == 1; same &= s[i] == so[i]; }
+            for (size_t i = 0; i + 3 < r; ++i) {
+                all1 &= s[i] == 1;
+                same &= s[i] == so[i];
+            }
             return all1 || same;
         };
         if (!lead_ok(xa) || !lead_ok(xb))
-            fail_unsupported("broadcasting " + shape_str(sa) + " with " + shape_str(sb) + " along merged leading dims (rank > 4)");
+            fail_unsupported("broadcasting " + shape_str(sa) + " with " + shape_str(sb) +
+                             " along merged leading dims (rank > 4)");
     }
     a = reshape(a, xa);
     bt = reshape(bt, xb);
     auto ne = to_ne(so);
-    auto same = [&](ggml_tensor* t) { return t->ne[0] == ne[0] && t->ne[1] == ne[1] && t->ne[2] == ne[2] && t->ne[3] == ne[3]; };
+    auto same = [&](ggml_tensor* t) {
+        return t->ne[0] == ne[0] && t->ne[1] == ne[1] && t->ne[2] == ne[2] && t->ne[3] == ne[3];
+    };
     bool commutative = op == Bin::Add || op == Bin::Mul;
     if (!same(a)) {
         if (commutative && same(bt)) std::swap(a, bt);

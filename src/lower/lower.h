@@ -11,10 +11,10 @@ namespace onnx2ggml {
 
 struct LowerState {
     Builder& b;
-    std::vector<ggml_tensor*> vmap;        // value id -> ggml tensor
-    std::unordered_map<int, ggml_tensor*> weight_of;  // value id -> weight tensor
+    std::vector<ggml_tensor*> vmap;                          // value id -> ggml tensor
+    std::unordered_map<int, ggml_tensor*> weight_of;         // value id -> weight tensor
     std::unordered_map<ggml_tensor*, ggml_tensor*> cont_of;  // one ggml_cont per non-contiguous tensor
-    std::vector<int> uses;                 // value id -> readers (node inputs, graph outputs)
+    std::vector<int> uses;                                   // value id -> readers (node inputs, graph outputs)
     // A convolution's or GroupNorm's output and the in-place ops on it (bias, residual sum,
     // ReLU/Clip; affine, SiLU): the value that holds it now, and the readers of a value that can
     // read it in a backend's private layout (see LowerCtx::reads_private).
@@ -27,7 +27,7 @@ public:
     LowerCtx(Graph& g, int node, LowerState& st) : OpCtx(g, node), b(st.b), st_(st) {}
     Builder& b;
 
-    ggml_tensor* x(int i);                       // input i as a ggml tensor (F32 unless int input)
+    ggml_tensor* x(int i);  // input i as a ggml tensor (F32 unless int input)
     ggml_tensor* xc(int i) { return cont(x(i)); }
     // Whether this node is the only reader of input i (not a graph output either): its lowering
     // may then overwrite it in place.
@@ -57,10 +57,10 @@ public:
     // WeightRules::choose (quantized only where ggml's kernels take it: not for a convolution's kernel).
     ggml_tensor* matrix_weight(int i, const Shape& s, bool transpose, bool conv_kernel = false);
     ggml_tensor* scalar(float v) { return constant(Tensor::from_f32({v}, {})); }
-    void set(int i, ggml_tensor* t);             // result of output i, checked against its shape
+    void set(int i, ggml_tensor* t);  // result of output i, checked against its shape
 
-    ggml_tensor* cont(ggml_tensor* t);           // ggml_cont only if not contiguous
-    ggml_tensor* reshape(ggml_tensor* t, const Shape& s);    // to the canonical ne of s (contiguous if ne changes)
+    ggml_tensor* cont(ggml_tensor* t);                     // ggml_cont only if not contiguous
+    ggml_tensor* reshape(ggml_tensor* t, const Shape& s);  // to the canonical ne of s (contiguous if ne changes)
     // Reshape as a strided view when the strides allow it (PyTorch's view rule), else cont + reshape.
     // The result may be non-contiguous: for graph-level Reshape/Flatten/Squeeze/Unsqueeze.
     ggml_tensor* reshape_view(ggml_tensor* t, const Shape& s);

@@ -13,16 +13,19 @@ namespace onnx2ggml {
 
 WeightRule parse_weight_rule(const std::string& text) {
     auto p = text.rfind('=');
-    if (p == std::string::npos || p == 0) bad_input("--weights-rule '" + text + "': expected REGEX=TYPE (e.g. 'attn.*=q8_0')");
+    if (p == std::string::npos || p == 0)
+        bad_input("--weights-rule '" + text + "': expected REGEX=TYPE (e.g. 'attn.*=q8_0')");
     WeightRule r;
     r.text = text;
     std::string tn = text.substr(p + 1);
     r.type = weight_type_by_name(tn);
-    if (r.type == GGML_TYPE_COUNT) bad_input("--weights-rule '" + text + "': unknown type '" + tn + "' (types: " + weight_type_names() + ")");
+    if (r.type == GGML_TYPE_COUNT)
+        bad_input("--weights-rule '" + text + "': unknown type '" + tn + "' (types: " + weight_type_names() + ")");
     try {
         r.re = std::make_shared<const std::regex>(text.substr(0, p), std::regex::ECMAScript);
     } catch (const std::regex_error& e) {
-        bad_input("--weights-rule '" + text + "': invalid regular expression '" + text.substr(0, p) + "' (" + e.what() + ")");
+        bad_input("--weights-rule '" + text + "': invalid regular expression '" + text.substr(0, p) + "' (" + e.what() +
+                  ")");
     }
     return r;
 }
@@ -30,7 +33,8 @@ WeightRule parse_weight_rule(const std::string& text) {
 // A _K type's rows that do not divide into 256 values: the 32-value type of about as many bits (as llama.cpp does)
 static ggml_type k_fallback(ggml_type t) {
     switch (t) {
-        case GGML_TYPE_Q2_K: case GGML_TYPE_Q3_K: return GGML_TYPE_Q4_0;
+        case GGML_TYPE_Q2_K:
+        case GGML_TYPE_Q3_K: return GGML_TYPE_Q4_0;
         case GGML_TYPE_Q4_K: return GGML_TYPE_Q5_0;
         case GGML_TYPE_Q5_K: return GGML_TYPE_Q5_1;
         case GGML_TYPE_Q6_K: return GGML_TYPE_Q8_0;
@@ -42,7 +46,11 @@ ggml_type WeightRules::choose(const std::string& name, const Shape& s, bool tran
     ggml_type t = base;
     bool ruled = false;
     for (const WeightRule& r : rules)
-        if (std::regex_search(name, *r.re)) { t = r.type; ruled = true; break; }
+        if (std::regex_search(name, *r.re)) {
+            t = r.type;
+            ruled = true;
+            break;
+        }
     int64_t n = 1, big = 0;
     for (int64_t d : s) n *= d, big += d > 1;
     if (!ruled && (n < kSmallWeight || big < 2)) t = GGML_TYPE_F32;
@@ -61,8 +69,13 @@ void warn_unmatched_rules(const WeightRules& r, const Graph& g) {
     for (const WeightRule& rule : r.rules) {
         bool any = false;
         for (const Value& v : g.values)
-            if (v.is_initializer && std::regex_search(v.name, *rule.re)) { any = true; break; }
-        if (!any) fprintf(stderr, "onnx2ggml: warning: --weights-rule '%s' names no initializer of %s\n", rule.text.c_str(), g.path.c_str());
+            if (v.is_initializer && std::regex_search(v.name, *rule.re)) {
+                any = true;
+                break;
+            }
+        if (!any)
+            fprintf(stderr, "onnx2ggml: warning: --weights-rule '%s' names no initializer of %s\n", rule.text.c_str(),
+                    g.path.c_str());
     }
 }
 
@@ -83,7 +96,8 @@ std::string model_key(const std::vector<std::string>& sigs) {
 }
 
 static std::string ne_str(const int64_t ne[4]) {
-    return std::to_string(ne[0]) + "x" + std::to_string(ne[1]) + "x" + std::to_string(ne[2]) + "x" + std::to_string(ne[3]);
+    return std::to_string(ne[0]) + "x" + std::to_string(ne[1]) + "x" + std::to_string(ne[2]) + "x" +
+           std::to_string(ne[3]);
 }
 
 GgufWeights::GgufWeights(const std::string& path) : path_(path) {
@@ -110,11 +124,12 @@ GgufWeights::GgufWeights(const std::string& path) : path_(path) {
     int64_t tid = gguf_find_key(gg, gguf_keys::transposed);
     int64_t n = gguf_get_n_tensors(gg);
     bool ok = !key_.empty() && kid >= 0 && nid >= 0 && int64_t(names.size()) == n &&
-              (n == 0 || (tid >= 0 && gguf_get_kv_type(gg, tid) == GGUF_TYPE_ARRAY && gguf_get_arr_type(gg, tid) == GGUF_TYPE_UINT8 &&
-                          int64_t(gguf_get_arr_n(gg, tid)) == n));
+              (n == 0 || (tid >= 0 && gguf_get_kv_type(gg, tid) == GGUF_TYPE_ARRAY &&
+                          gguf_get_arr_type(gg, tid) == GGUF_TYPE_UINT8 && int64_t(gguf_get_arr_n(gg, tid)) == n));
     if (!ok) {
         gguf_free(gg);
-        bad_input(path + ": not a GGUF written by onnx2ggml quantize or compile (no " + gguf_keys::model_key + "/" + gguf_keys::onnx_names + " metadata)");
+        bad_input(path + ": not a GGUF written by onnx2ggml quantize or compile (no " + gguf_keys::model_key + "/" +
+                  gguf_keys::onnx_names + " metadata)");
     }
     const uint8_t* tr = n > 0 ? static_cast<const uint8_t*>(gguf_get_arr_data(gg, tid)) : nullptr;
     std::error_code ec;
@@ -131,7 +146,8 @@ GgufWeights::GgufWeights(const std::string& path) : path_(path) {
         e.size = gguf_get_tensor_size(gg, i);
         if (ec || e.offset + e.size > fsize) {
             gguf_free(gg);
-            bad_input(path + ": tensor '" + e.name + "' (" + e.onnx_name + ") lies past the end of the file (truncated?)");
+            bad_input(path + ": tensor '" + e.name + "' (" + e.onnx_name +
+                      ") lies past the end of the file (truncated?)");
         }
         entries_.push_back(e);
     }
@@ -150,12 +166,22 @@ void GgufWeights::check_model(const Graph& loaded) const {
         seen.insert(v.name);
         auto it = theirs.find(v.name);
         std::string sig = v.name + " " + dtype_name(v.dtype) + " " + shape_str(v.shape);
-        if (it == theirs.end()) { why = "the model's initializer '" + v.name + "' is not in it"; break; }
-        if (it->second != sig) { why = "initializer '" + v.name + "' is " + it->second.substr(v.name.size() + 1) + " there, " + sig.substr(v.name.size() + 1) + " in the model"; break; }
+        if (it == theirs.end()) {
+            why = "the model's initializer '" + v.name + "' is not in it";
+            break;
+        }
+        if (it->second != sig) {
+            why = "initializer '" + v.name + "' is " + it->second.substr(v.name.size() + 1) + " there, " +
+                  sig.substr(v.name.size() + 1) + " in the model";
+            break;
+        }
     }
     if (why.empty())
         for (auto& kv : theirs)
-            if (!seen.count(kv.first)) { why = "its initializer '" + kv.first + "' is not in the model"; break; }
+            if (!seen.count(kv.first)) {
+                why = "its initializer '" + kv.first + "' is not in the model";
+                break;
+            }
     if (why.empty()) why = "the initializers are in another order";
     bad_input(path_ + ": written for another model (key " + key_ + ", this model's " + model_key(mine) + "): " + why);
 }
@@ -177,9 +203,11 @@ int64_t GgufWeights::find(const std::string& name, bool transpose, ggml_type typ
     }
     std::string want = std::string(ggml_type_name(type)) + " " + ne_str(ne);
     if (!first)
-        bad_input(path_ + ": no tensor for initializer '" + name + "' stored as " + want + (transpose ? " transposed" : "") + " (written with other options?)");
-    bad_input(path_ + ": tensor '" + first->name + "' (initializer '" + name + "') is " + ggml_type_name(first->type) + " " + ne_str(first->ne) +
-              " there, but this run stores it as " + want + " (--weights/--weights-rule differ from the GGUF's)");
+        bad_input(path_ + ": no tensor for initializer '" + name + "' stored as " + want +
+                  (transpose ? " transposed" : "") + " (written with other options?)");
+    bad_input(path_ + ": tensor '" + first->name + "' (initializer '" + name + "') is " + ggml_type_name(first->type) +
+              " " + ne_str(first->ne) + " there, but this run stores it as " + want +
+              " (--weights/--weights-rule differ from the GGUF's)");
 }
 
 Tensor GgufWeights::read(int64_t index) const {

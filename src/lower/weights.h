@@ -38,9 +38,9 @@ WeightRule parse_weight_rule(const std::string& text);
 class GgufWeights;
 
 struct WeightRules {
-    ggml_type base = GGML_TYPE_F32;              // --weights
-    std::vector<WeightRule> rules;               // --weights-rule, first match wins
-    std::shared_ptr<const GgufWeights> gguf;     // --gguf: the initializers' weights are read from there
+    ggml_type base = GGML_TYPE_F32;                        // --weights
+    std::vector<WeightRule> rules;                         // --weights-rule, first match wins
+    std::shared_ptr<const GgufWeights> gguf;               // --gguf: the initializers' weights are read from there
     WeightRules(ggml_type t = GGML_TYPE_F32) : base(t) {}  // NOLINT: a plain type is a rule set without rules
 
     // The stored type of the constant float MatMul/Gemm/Conv weight `name` of row-major shape `s`
@@ -60,11 +60,11 @@ std::string model_key(const std::vector<std::string>& signatures);
 // GGUF metadata keys (written by write_gguf's callers, read by GgufWeights)
 namespace gguf_keys {
 constexpr const char* model_key = "onnx2ggml.model_key";
-constexpr const char* initializers = "onnx2ggml.initializers";    // array: initializer_signatures
-constexpr const char* weights = "onnx2ggml.weights";              // --weights type name
-constexpr const char* rules = "onnx2ggml.weight_rules";           // array: "REGEX=TYPE"
-constexpr const char* onnx_names = "onnx2ggml.tensor.onnx_names"; // array: per tensor ("" for derived constants)
-constexpr const char* transposed = "onnx2ggml.tensor.transposed"; // array of uint8: per tensor
+constexpr const char* initializers = "onnx2ggml.initializers";     // array: initializer_signatures
+constexpr const char* weights = "onnx2ggml.weights";               // --weights type name
+constexpr const char* rules = "onnx2ggml.weight_rules";            // array: "REGEX=TYPE"
+constexpr const char* onnx_names = "onnx2ggml.tensor.onnx_names";  // array: per tensor ("" for derived constants)
+constexpr const char* transposed = "onnx2ggml.tensor.transposed";  // array of uint8: per tensor
 }  // namespace gguf_keys
 
 // A GGUF's tensors (header only; the data is read per weight, when uploaded).
@@ -81,7 +81,13 @@ public:
     const std::string& path() const { return path_; }
 
 private:
-    struct Entry { std::string name, onnx_name; bool transposed; ggml_type type; int64_t ne[4]; size_t offset, size; };
+    struct Entry {
+        std::string name, onnx_name;
+        bool transposed;
+        ggml_type type;
+        int64_t ne[4];
+        size_t offset, size;
+    };
     std::string path_, key_, base_;
     std::vector<std::string> sigs_, rules_;
     std::vector<Entry> entries_;

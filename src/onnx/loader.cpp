@@ -38,10 +38,10 @@ std::string dir_of(const std::string& path) {
 }
 
 struct Ctx {
-    std::string file;      // model path for messages
-    std::string base_dir;  // folder external data must stay in
+    std::string file;                       // model path for messages
+    std::string base_dir;                   // folder external data must stay in
     std::set<std::string> local_functions;  // "domain.name" of the model's local functions
-    int depth = 0;                           // subgraph nesting
+    int depth = 0;                          // subgraph nesting
 };
 
 void build_body(const Ctx& c, const onnx::GraphProto& gp, onnx::GraphProto* mutable_gp, Graph& g, bool sub);
@@ -70,20 +70,24 @@ std::string confined_path(const Ctx& c, const std::string& loc, const std::strin
 }
 
 // Parses a TensorProto. With `steal`, raw_data is taken over (no copy): the proto is left without it.
-Tensor parse_tensor(const Ctx& c, const onnx::TensorProto& tp, const std::string& what, onnx::TensorProto* steal = nullptr) {
+Tensor parse_tensor(const Ctx& c, const onnx::TensorProto& tp, const std::string& what,
+                    onnx::TensorProto* steal = nullptr) {
     const std::string tname = tp.name().empty() ? what : tp.name();
     auto err = [&](const std::string& why) { bad_input(c.file + ": tensor '" + tname + "': " + why); };
     if (!dtype_known(tp.data_type()) && tp.data_type() != onnx::TensorProto::STRING)
-        unsupported(c.file + ": tensor '" + tname + "': data type " + std::to_string(tp.data_type()) + " is not supported");
+        unsupported(c.file + ": tensor '" + tname + "': data type " + std::to_string(tp.data_type()) +
+                    " is not supported");
     DType dt = DType(tp.data_type());
     Shape shape(tp.dims().begin(), tp.dims().end());
     for (int64_t d : shape)
         if (d < 0) err("negative dimension in " + shape_str(shape));
     int64_t n = shape_numel(shape);
     if (dt == DType::String) {  // string_data only (raw_data and external data hold numbers)
-        if (tp.data_location() == onnx::TensorProto::EXTERNAL || tp.has_raw_data()) err("a string tensor must hold its elements in string_data");
+        if (tp.data_location() == onnx::TensorProto::EXTERNAL || tp.has_raw_data())
+            err("a string tensor must hold its elements in string_data");
         if (tp.string_data_size() != n)
-            err("holds " + std::to_string(tp.string_data_size()) + " strings but shape " + shape_str(shape) + " needs " + std::to_string(n));
+            err("holds " + std::to_string(tp.string_data_size()) + " strings but shape " + shape_str(shape) +
+                " needs " + std::to_string(n));
         uint64_t total = 0;
         for (const auto& e : tp.string_data()) total += e.size() + sizeof(std::string);
         check_memory(total, "tensor '" + tname + "'");
@@ -111,10 +115,16 @@ Tensor parse_tensor(const Ctx& c, const onnx::TensorProto& tp, const std::string
         struct stat st;
         stat(path.c_str(), &st);
         int64_t fsize = st.st_size;
-        if (offset < 0 || offset > fsize) err("external data offset " + std::to_string(offset) + " is outside '" + loc + "' (" + std::to_string(fsize) + " bytes)");
+        if (offset < 0 || offset > fsize)
+            err("external data offset " + std::to_string(offset) + " is outside '" + loc + "' (" +
+                std::to_string(fsize) + " bytes)");
         if (length < 0) length = fsize - offset;
-        if (length > fsize - offset) err("external data length " + std::to_string(length) + " at offset " + std::to_string(offset) + " runs past the end of '" + loc + "' (" + std::to_string(fsize) + " bytes)");
-        if (size_t(length) != want) err("external data holds " + std::to_string(length) + " bytes but shape " + shape_str(shape) + " of " + dtype_name(dt) + " needs " + std::to_string(want));
+        if (length > fsize - offset)
+            err("external data length " + std::to_string(length) + " at offset " + std::to_string(offset) +
+                " runs past the end of '" + loc + "' (" + std::to_string(fsize) + " bytes)");
+        if (size_t(length) != want)
+            err("external data holds " + std::to_string(length) + " bytes but shape " + shape_str(shape) + " of " +
+                dtype_name(dt) + " needs " + std::to_string(want));
         // mapped, not read: pages are loaded on first touch (upload) and released with the tensor
         Tensor t;
         t.dtype = dt;
@@ -125,7 +135,8 @@ Tensor parse_tensor(const Ctx& c, const onnx::TensorProto& tp, const std::string
 
     if (tp.has_raw_data()) {
         if (tp.raw_data().size() != want)
-            err("raw_data holds " + std::to_string(tp.raw_data().size()) + " bytes but shape " + shape_str(shape) + " of " + dtype_name(dt) + " needs " + std::to_string(want));
+            err("raw_data holds " + std::to_string(tp.raw_data().size()) + " bytes but shape " + shape_str(shape) +
+                " of " + dtype_name(dt) + " needs " + std::to_string(want));
         Tensor t;
         if (steal && want) {
             check_memory(want, "tensor '" + tname + "'");
@@ -144,7 +155,8 @@ Tensor parse_tensor(const Ctx& c, const onnx::TensorProto& tp, const std::string
         case DType::F32: count = tp.float_data_size(); break;
         case DType::F64: count = tp.double_data_size(); break;
         case DType::I64: count = tp.int64_data_size(); break;
-        case DType::U32: case DType::U64: count = tp.uint64_data_size(); break;
+        case DType::U32:
+        case DType::U64: count = tp.uint64_data_size(); break;
         default: count = tp.int32_data_size(); break;
     }
     if (count != n) {
@@ -162,10 +174,12 @@ Tensor parse_tensor(const Ctx& c, const onnx::TensorProto& tp, const std::string
         case DType::I64:
             if (n) std::memcpy(t.data(), tp.int64_data().data(), want);
             break;
-        case DType::U32: case DType::U64:
+        case DType::U32:
+        case DType::U64:
             for (int64_t i = 0; i < n; ++i) t.seti(i, int64_t(tp.uint64_data(int(i))));
             break;
-        case DType::F16: case DType::BF16:
+        case DType::F16:
+        case DType::BF16:
             for (int64_t i = 0; i < n; ++i) t.ptr<uint16_t>()[i] = uint16_t(tp.int32_data(int(i)));
             break;
         default:  // int32, int16, int8, uint8, uint16, bool
@@ -179,11 +193,17 @@ Attr parse_attr(const Ctx& c, const onnx::AttributeProto& a, const std::string& 
     Attr r;
     int ty = a.type();
     if (ty == 0) {  // IR v1 files: infer the kind from the filled field
-        if (a.has_f()) ty = 1; else if (a.has_i()) ty = 2; else if (a.has_s()) ty = 3; else if (a.has_t()) ty = 4;
-        else if (a.has_g()) ty = 5; else if (a.floats_size()) ty = 6; else if (a.ints_size()) ty = 7;
+        if (a.has_f()) ty = 1;
+        else if (a.has_i()) ty = 2;
+        else if (a.has_s()) ty = 3;
+        else if (a.has_t()) ty = 4;
+        else if (a.has_g()) ty = 5;
+        else if (a.floats_size()) ty = 6;
+        else if (a.ints_size()) ty = 7;
         else if (a.strings_size()) ty = 8;
     }
-    if (ty < 1 || ty > 14) bad_input(c.file + ": " + node + ": attribute '" + a.name() + "' has unknown type " + std::to_string(a.type()));
+    if (ty < 1 || ty > 14)
+        bad_input(c.file + ": " + node + ": attribute '" + a.name() + "' has unknown type " + std::to_string(a.type()));
     r.kind = Attr::Kind(ty);
     switch (r.kind) {
         case Attr::Float: r.f = a.f(); break;
@@ -217,7 +237,9 @@ void read_type(const Ctx& c, const onnx::ValueInfoProto& vi, Value& v) {
     v.dim_params.clear();
     for (const auto& d : tt.shape().dim()) {
         if (d.has_dim_value()) {
-            if (d.dim_value() < 0) bad_input(c.file + ": value '" + vi.name() + "' has negative dimension " + std::to_string(d.dim_value()));
+            if (d.dim_value() < 0)
+                bad_input(c.file + ": value '" + vi.name() + "' has negative dimension " +
+                          std::to_string(d.dim_value()));
             v.shape.push_back(d.dim_value());
             v.dim_params.push_back("");
         } else {
@@ -239,8 +261,8 @@ Graph build(const Ctx& c, onnx::ModelProto& m) {
     }
     if (m.opset_import_size() == 0) g.opsets[""] = 1;  // IR v2 files without opset_import
     if (g.opsets.count("") && g.opsets[""] > kMaxOpset)
-        unsupported(c.file + ": ai.onnx opset " + std::to_string(g.opsets[""]) + " is newer than onnx2ggml supports (up to " +
-                    std::to_string(kMaxOpset) + ")");
+        unsupported(c.file + ": ai.onnx opset " + std::to_string(g.opsets[""]) +
+                    " is newer than onnx2ggml supports (up to " + std::to_string(kMaxOpset) + ")");
     if (!m.has_graph()) bad_input(c.file + ": the model has no graph");
     g.name = m.graph().name();
     Ctx mc = c;
@@ -254,7 +276,8 @@ Graph build(const Ctx& c, onnx::ModelProto& m) {
 void build_body(const Ctx& c, const onnx::GraphProto& gp, onnx::GraphProto* mutable_gp, Graph& g, bool sub) {
     const std::set<std::string>& local_functions = c.local_functions;
     for (int k = 0; k < gp.initializer_size(); ++k) {
-        onnx::TensorProto* owned = mutable_gp ? mutable_gp->mutable_initializer(k) : nullptr;  // its raw_data is taken over
+        onnx::TensorProto* owned =
+            mutable_gp ? mutable_gp->mutable_initializer(k) : nullptr;  // its raw_data is taken over
         const onnx::TensorProto& init = gp.initializer(k);
         if (init.name().empty()) bad_input(c.file + ": an initializer has no name");
         if (g.find(init.name()) >= 0) bad_input(c.file + ": initializer '" + init.name() + "' is defined twice");
@@ -279,11 +302,13 @@ void build_body(const Ctx& c, const onnx::GraphProto& gp, onnx::GraphProto* muta
             continue;
         }
         if (in.has_type() && !in.type().has_tensor_type())
-            unsupported(c.file + ": graph input '" + in.name() + "' is a sequence, map or optional: only tensors are supported");
+            unsupported(c.file + ": graph input '" + in.name() +
+                        "' is a sequence, map or optional: only tensors are supported");
         read_type(c, in, g.values[id]);
         if (!g.values[id].has_shape) bad_input(c.file + ": graph input '" + in.name() + "' has no tensor type/shape");
         if (!dtype_known(int(g.values[id].dtype)) && g.values[id].dtype != DType::String)
-            unsupported(c.file + ": graph input '" + in.name() + "' has unsupported element type " + std::to_string(int(g.values[id].dtype)));
+            unsupported(c.file + ": graph input '" + in.name() + "' has unsupported element type " +
+                        std::to_string(int(g.values[id].dtype)));
         g.inputs.push_back(id);
     }
 
@@ -298,13 +323,18 @@ void build_body(const Ctx& c, const onnx::GraphProto& gp, onnx::GraphProto* muta
         n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
         if (n.op_type.empty()) bad_input(c.file + ": node #" + std::to_string(i) + " has no op_type");
         for (const auto& a : np.attribute()) {
-            if (n.attrs.count(a.name())) bad_input(c.file + ": " + n.describe() + ": attribute '" + a.name() + "' given twice");
+            if (n.attrs.count(a.name()))
+                bad_input(c.file + ": " + n.describe() + ": attribute '" + a.name() + "' given twice");
             n.attrs[a.name()] = parse_attr(c, a, n.describe());
         }
         for (const auto& o : np.output()) {
-            if (o.empty()) { n.outputs.push_back(-1); continue; }
-            if (producer_of.count(o) || (g.find(o) >= 0 && (g.values[g.find(o)].is_initializer ||
-                std::find(g.inputs.begin(), g.inputs.end(), g.find(o)) != g.inputs.end())))
+            if (o.empty()) {
+                n.outputs.push_back(-1);
+                continue;
+            }
+            if (producer_of.count(o) ||
+                (g.find(o) >= 0 && (g.values[g.find(o)].is_initializer ||
+                                    std::find(g.inputs.begin(), g.inputs.end(), g.find(o)) != g.inputs.end())))
                 bad_input(c.file + ": value '" + o + "' is produced twice (" + n.describe() + ")");
             producer_of[o] = int(raw.size());
             n.outputs.push_back(0);  // resolved below
@@ -330,20 +360,27 @@ void build_body(const Ctx& c, const onnx::GraphProto& gp, onnx::GraphProto* muta
             if (it != producer_of.end()) deps.insert(it->second);
             else if (g.find(s) < 0) {
                 if (sub) free.insert(s);
-                else bad_input(c.file + ": input '" + s + "' of " + raw[i].describe() + " has no producer (not a graph input, initializer or node output)");
+                else
+                    bad_input(c.file + ": input '" + s + "' of " + raw[i].describe() +
+                              " has no producer (not a graph input, initializer or node output)");
             }
         }
-        for (int d : deps) { users[d].push_back(int(i)); pending[i]++; }
+        for (int d : deps) {
+            users[d].push_back(int(i));
+            pending[i]++;
+        }
     }
     std::vector<int> order, ready;
-    for (size_t i = raw.size(); i-- > 0;) if (pending[i] == 0) ready.push_back(int(i));
+    for (size_t i = raw.size(); i-- > 0;)
+        if (pending[i] == 0) ready.push_back(int(i));
     while (!ready.empty()) {
         // take the smallest index first to keep the file's order
         auto it = std::min_element(ready.begin(), ready.end());
         int i = *it;
         ready.erase(it);
         order.push_back(i);
-        for (int u : users[i]) if (--pending[u] == 0) ready.push_back(u);
+        for (int u : users[i])
+            if (--pending[u] == 0) ready.push_back(u);
     }
     if (order.size() != raw.size()) {
         for (size_t i = 0; i < raw.size(); ++i)
@@ -398,7 +435,8 @@ Graph load_onnx_from_bytes(const std::string& bytes, const std::string& path, co
         bad_input(path + ": file is over 2 GB; protobuf cannot hold it: store the weights as external data");
     onnx::ModelProto m;
     if (bytes.empty()) bad_input(path + ": file is empty");
-    if (!parse_model(bytes, m)) bad_input(path + ": not a valid ONNX model (protobuf parse failed: truncated or corrupted file?)");
+    if (!parse_model(bytes, m))
+        bad_input(path + ": not a valid ONNX model (protobuf parse failed: truncated or corrupted file?)");
     if (!m.has_graph() && m.ir_version() == 0) bad_input(path + ": not an ONNX model (no graph, no IR version)");
     Ctx c{path, base_dir, {}, 0};
     return build(c, m);

@@ -9,8 +9,7 @@
 namespace onnx2ggml {
 
 Graph load_onnx(const std::string& path);
-Graph load_onnx_from_bytes(const std::string& bytes, const std::string& path_for_messages,
-                           const std::string& base_dir);
+Graph load_onnx_from_bytes(const std::string& bytes, const std::string& path_for_messages, const std::string& base_dir);
 
 // Reads a serialized onnx.TensorProto (the .pb files of the ONNX backend test data).
 Tensor load_tensor_pb(const std::string& path, std::string* name = nullptr);

@@ -34,7 +34,8 @@ using Lc = LowerCtx;
 void infer_template(OpCtx& c) {
     DType t = c.dtype(0);
     if (t != DType::F32 && t != DType::F16 && t != DType::BF16 && t != DType::F64)
-        c.fail_unsupported(std::string("input X has dtype ") + dtype_name(t) + ", o2g.TemplateAffine takes float tensors");
+        c.fail_unsupported(std::string("input X has dtype ") + dtype_name(t) +
+                           ", o2g.TemplateAffine takes float tensors");
     if (c.has(1) && !c.shape(1).empty()) c.fail("input B must be a scalar, it has shape " + shape_str(c.shape(1)));
     c.set_out(0, t, c.shape(0));
 }
@@ -75,15 +76,15 @@ O2G_OP_FAMILY(TEMPLATE) {
     OpDef d;
     d.op_type = "o2g.TemplateAffine";  // an ONNX op: its ONNX name ("Softmax"); domain "" = ai.onnx
     // d.since = 13; d.until = 17;     // the opsets of the node's domain this entry implements (default: all);
-                                       // outside them specialize reports the node unsupported (exit 3). Keep
-                                       // the default for internal o2g.* ops: the fusions emit them in the
-                                       // onnx2ggml domain, which has no opset import (it reads 0)
-    d.min_inputs = 1;                  // X must be present (checked before infer, exit 2 otherwise)
-    d.host_inputs = {1};               // B must be a host constant for the node to be lowered
+    // outside them specialize reports the node unsupported (exit 3). Keep
+    // the default for internal o2g.* ops: the fusions emit them in the
+    // onnx2ggml domain, which has no opset import (it reads 0)
+    d.min_inputs = 1;     // X must be present (checked before infer, exit 2 otherwise)
+    d.host_inputs = {1};  // B must be a host constant for the node to be lowered
     d.infer = infer_template;
-    d.eval = eval_template;            // leave empty only for ops that cannot run on the host
-    d.lower = lower_template;          // leave empty for host-only ops (they must fold)
-    r.add(std::move(d));               // a second entry for the same op: internal error (exit 4)
+    d.eval = eval_template;    // leave empty only for ops that cannot run on the host
+    d.lower = lower_template;  // leave empty for host-only ops (they must fold)
+    r.add(std::move(d));       // a second entry for the same op: internal error (exit 4)
 }
 
 }  // namespace onnx2ggml

@@ -56,9 +56,14 @@ Shape broadcast_all(OpCtx& c) {
     for (int i = 0; i < c.nin(); ++i) {
         if (!c.has(i)) continue;
         Shape s = operand_shape(c, i);
-        if (first) { out = s; first = false; continue; }
+        if (first) {
+            out = s;
+            first = false;
+            continue;
+        }
         Shape r;
-        if (!broadcast_shapes(out, s, r)) c.fail("input shapes " + shape_str(out) + " and " + shape_str(s) + " cannot be broadcast");
+        if (!broadcast_shapes(out, s, r))
+            c.fail("input shapes " + shape_str(out) + " and " + shape_str(s) + " cannot be broadcast");
         out = r;
     }
     return out;
@@ -67,21 +72,34 @@ Shape broadcast_all(OpCtx& c) {
 ggml_tensor* expand_to_out(LowerCtx& c, int i) {
     const Shape& o = c.out(0).shape;
     Shape s = align_rank(operand_shape(c, i), o.size());
-    if (o.size() > 4 && s != o && shape_numel(s) != 1) c.fail_unsupported("broadcasting of a rank > 4 tensor in a custom kernel");
+    if (o.size() > 4 && s != o && shape_numel(s) != 1)
+        c.fail_unsupported("broadcasting of a rank > 4 tensor in a custom kernel");
     ggml_tensor* t = c.reshape(c.x(i), s);
     return c.cont(c.repeat_to(t, to_ne(o)));
 }
 
 void require_float(LowerCtx& c, int i) {
     if (ggml_type_for(c.dtype(i)) != GGML_TYPE_F32)
-        c.fail_unsupported(std::string("device tensors of dtype ") + dtype_name(c.dtype(i)) + " are not supported (only float32 and bool)");
+        c.fail_unsupported(std::string("device tensors of dtype ") + dtype_name(c.dtype(i)) +
+                           " are not supported (only float32 and bool)");
 }
 
-Attr int_attr(int64_t v) { Attr a; a.kind = Attr::Int; a.i = v; return a; }
-Attr ints_attr(std::vector<int64_t> v) { Attr a; a.kind = Attr::Ints; a.ints = std::move(v); return a; }
+Attr int_attr(int64_t v) {
+    Attr a;
+    a.kind = Attr::Int;
+    a.i = v;
+    return a;
+}
+Attr ints_attr(std::vector<int64_t> v) {
+    Attr a;
+    a.kind = Attr::Ints;
+    a.ints = std::move(v);
+    return a;
+}
 
 Node axes_node(OpCtx& c, const std::string& op, int x, int64_t axis, int out) {
-    if (c.graph().opset("") >= 13) return c.make_node(op, {x, c.new_const(Tensor::from_i64({axis}, {1}), c.node().name + "_axes")}, {out});
+    if (c.graph().opset("") >= 13)
+        return c.make_node(op, {x, c.new_const(Tensor::from_i64({axis}, {1}), c.node().name + "_axes")}, {out});
     Node n = c.make_node(op, {x}, {out});
     n.attrs["axes"] = ints_attr({axis});
     return n;
@@ -89,7 +107,8 @@ Node axes_node(OpCtx& c, const std::string& op, int x, int64_t axis, int out) {
 
 void require_index(OpCtx& c, int i) {
     if (c.has(i) && (dtype_is_float(c.dtype(i)) || c.dtype(i) == DType::Bool || c.dtype(i) == DType::Undefined))
-        c.fail("input " + std::to_string(i) + " ('" + c.in(i).name + "') holds indices and must be an integer tensor, not " + dtype_name(c.dtype(i)));
+        c.fail("input " + std::to_string(i) + " ('" + c.in(i).name +
+               "') holds indices and must be an integer tensor, not " + dtype_name(c.dtype(i)));
 }
 
 Tensor eval_elementwise(OpCtx& c, DType out_type, const FloatFn& ff, const IntFn& fi) {
@@ -110,7 +129,8 @@ Tensor eval_elementwise(OpCtx& c, DType out_type, const FloatFn& ff, const IntFn
     std::vector<std::vector<int64_t>> st(k);
     for (size_t j = 0; j < k; ++j) {
         auto s = strides_of(shapes[j]);
-        for (size_t d = 0; d < rank; ++d) if (shapes[j][d] == 1) s[d] = 0;
+        for (size_t d = 0; d < rank; ++d)
+            if (shapes[j][d] == 1) s[d] = 0;
         st[j] = s;
     }
     std::vector<int64_t> idx(rank, 0), off(k, 0);
@@ -148,9 +168,11 @@ MatDims matmul_dims(OpCtx& c, int ia, int ib) {
     if (va) m.sa.insert(m.sa.begin(), 1);
     if (vb) m.sb.push_back(1);
     m.M = m.sa[m.sa.size() - 2], m.K = m.sa.back(), m.N = m.sb.back();
-    if (m.sb[m.sb.size() - 2] != m.K) c.fail("inner dims differ: " + shape_str(c.shape(ia)) + " x " + shape_str(c.shape(ib)));
+    if (m.sb[m.sb.size() - 2] != m.K)
+        c.fail("inner dims differ: " + shape_str(c.shape(ia)) + " x " + shape_str(c.shape(ib)));
     Shape ba(m.sa.begin(), m.sa.end() - 2), bb(m.sb.begin(), m.sb.end() - 2);
-    if (!broadcast_shapes(ba, bb, m.bo)) c.fail("batch dims " + shape_str(ba) + " and " + shape_str(bb) + " cannot be broadcast");
+    if (!broadcast_shapes(ba, bb, m.bo))
+        c.fail("batch dims " + shape_str(ba) + " and " + shape_str(bb) + " cannot be broadcast");
     m.out = m.bo;
     if (!va) m.out.push_back(m.M);
     if (!vb) m.out.push_back(m.N);
@@ -158,7 +180,8 @@ MatDims matmul_dims(OpCtx& c, int ia, int ib) {
 }
 
 void for_each_matmul_batch(const MatDims& m, const std::function<void(int64_t, int64_t, int64_t)>& f) {
-    Shape xa = align_rank(Shape(m.sa.begin(), m.sa.end() - 2), m.bo.size()), xb = align_rank(Shape(m.sb.begin(), m.sb.end() - 2), m.bo.size());
+    Shape xa = align_rank(Shape(m.sa.begin(), m.sa.end() - 2), m.bo.size()),
+          xb = align_rank(Shape(m.sb.begin(), m.sb.end() - 2), m.bo.size());
     auto sta = strides_of(xa), stb = strides_of(xb);
     for (int64_t b = 0, nb = shape_numel(m.bo); b < nb; ++b) {
         int64_t oa = 0, ob = 0, rem = b;
@@ -226,17 +249,23 @@ ggml_tensor* transpose_any(Lc& c, ggml_tensor* x, const Shape& s, const std::vec
     if (r <= 4) return c.permute(c.reshape(x, s), perm);
     // drop size-1 dims
     std::vector<int> keep;
-    for (int i = 0; i < r; ++i) if (s[i] != 1) keep.push_back(i);
+    for (int i = 0; i < r; ++i)
+        if (s[i] != 1) keep.push_back(i);
     std::vector<int64_t> p2;
-    for (int j = 0; j < r; ++j) if (s[perm[j]] != 1) p2.push_back(std::find(keep.begin(), keep.end(), int(perm[j])) - keep.begin());
+    for (int j = 0; j < r; ++j)
+        if (s[perm[j]] != 1) p2.push_back(std::find(keep.begin(), keep.end(), int(perm[j])) - keep.begin());
     Shape s2;
     for (int i : keep) s2.push_back(s[i]);
     // merge input dims i, i+1 that are adjacent in the output order
     std::vector<std::vector<int>> groups;  // groups of input dims, in input order
     std::vector<int> group_of(s2.size());
     for (size_t j = 0; j < p2.size(); ++j) {
-        if (j > 0 && p2[j] == p2[j - 1] + 1) groups[group_of[p2[j - 1]]].push_back(int(p2[j])), group_of[p2[j]] = group_of[p2[j - 1]];
-        else { groups.push_back({int(p2[j])}); group_of[p2[j]] = int(groups.size()) - 1; }
+        if (j > 0 && p2[j] == p2[j - 1] + 1)
+            groups[group_of[p2[j - 1]]].push_back(int(p2[j])), group_of[p2[j]] = group_of[p2[j - 1]];
+        else {
+            groups.push_back({int(p2[j])});
+            group_of[p2[j]] = int(groups.size()) - 1;
+        }
     }
     if (groups.size() > 4) {
         // the outermost dim stays outermost: transpose each slice along it and stack the results
@@ -285,9 +314,11 @@ ggml_tensor* gather_flat(Lc& c, ggml_tensor* x, const Shape& s, const std::vecto
 
 // Per-spatial-dim attribute: `n` values in [lo, 2^30] (absurd values end here, not in overflow).
 void check_dims(OpCtx& c, const char* name, const std::vector<int64_t>& v, size_t n, int64_t lo) {
-    if (v.size() != n) c.fail(std::string(name) + " has " + std::to_string(v.size()) + " values, expected " + std::to_string(n));
+    if (v.size() != n)
+        c.fail(std::string(name) + " has " + std::to_string(v.size()) + " values, expected " + std::to_string(n));
     for (int64_t x : v)
-        if (x < lo || x > (int64_t(1) << 30)) c.fail(std::string(name) + " value " + std::to_string(x) + " is out of range");
+        if (x < lo || x > (int64_t(1) << 30))
+            c.fail(std::string(name) + " value " + std::to_string(x) + " is out of range");
 }
 
 Geometry conv_geometry(OpCtx& c, const std::vector<int64_t>& kernel, bool ceil_mode) {
@@ -297,7 +328,9 @@ Geometry conv_geometry(OpCtx& c, const std::vector<int64_t>& kernel, bool ceil_m
     g.nsp = int(x.size()) - 2;
     g.in.assign(x.begin() + 2, x.end());
     g.k = kernel;
-    if (int(g.k.size()) != g.nsp) c.fail("kernel_shape has " + std::to_string(g.k.size()) + " dims for " + std::to_string(g.nsp) + " spatial dims");
+    if (int(g.k.size()) != g.nsp)
+        c.fail("kernel_shape has " + std::to_string(g.k.size()) + " dims for " + std::to_string(g.nsp) +
+               " spatial dims");
     g.s = c.ais("strides", std::vector<int64_t>(g.nsp, 1));
     g.d = c.ais("dilations", std::vector<int64_t>(g.nsp, 1));
     std::vector<int64_t> pads = c.ais("pads", std::vector<int64_t>(2 * g.nsp, 0));
@@ -330,12 +363,16 @@ Geometry conv_geometry(OpCtx& c, const std::vector<int64_t>& kernel, bool ceil_m
 }
 
 Shape conv_output_shape(OpCtx& c, const Shape& ws) {
-    if (ws.size() != c.shape(0).size() || ws.size() < 3) c.fail("weight rank " + std::to_string(ws.size()) + " must equal the input rank (>= 3)");
+    if (ws.size() != c.shape(0).size() || ws.size() < 3)
+        c.fail("weight rank " + std::to_string(ws.size()) + " must equal the input rank (>= 3)");
     std::vector<int64_t> kernel = c.ais("kernel_shape", std::vector<int64_t>(ws.begin() + 2, ws.end()));
-    if (kernel != std::vector<int64_t>(ws.begin() + 2, ws.end())) c.fail("kernel_shape differs from the weight's spatial dims");
+    if (kernel != std::vector<int64_t>(ws.begin() + 2, ws.end()))
+        c.fail("kernel_shape differs from the weight's spatial dims");
     Geometry g = conv_geometry(c, kernel, false);
     int64_t group = c.ai("group", 1);
-    if (group <= 0 || c.shape(0)[1] != ws[1] * group) c.fail("input channels " + std::to_string(c.shape(0)[1]) + " != weight channels " + std::to_string(ws[1]) + " x group " + std::to_string(group));
+    if (group <= 0 || c.shape(0)[1] != ws[1] * group)
+        c.fail("input channels " + std::to_string(c.shape(0)[1]) + " != weight channels " + std::to_string(ws[1]) +
+               " x group " + std::to_string(group));
     Shape o = {c.shape(0)[0], ws[0]};
     o.insert(o.end(), g.out.begin(), g.out.end());
     return o;
@@ -347,7 +384,8 @@ int64_t prod(const std::vector<int64_t>& v) {
     return n;
 }
 
-std::vector<double> conv_host(OpCtx& c, const Shape& ws, const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>* bias) {
+std::vector<double> conv_host(OpCtx& c, const Shape& ws, const std::vector<double>& x, const std::vector<double>& w,
+                              const std::vector<double>* bias) {
     const Shape& xs = c.shape(0);
     Geometry g = conv_geometry(c, std::vector<int64_t>(ws.begin() + 2, ws.end()), false);
     int64_t N = xs[0], C = xs[1], M = ws[0], group = c.ai("group", 1), cg = C / group, mg = M / group;
@@ -360,7 +398,10 @@ std::vector<double> conv_host(OpCtx& c, const Shape& ws, const std::vector<doubl
             int64_t f = 0;
             for (int i = 0; i < g.nsp; ++i) {
                 int64_t p = o[i] * g.s[i] - g.pb[i] + k[i] * g.d[i];
-                if (p < 0 || p >= g.in[i]) { f = -1; break; }
+                if (p < 0 || p >= g.in[i]) {
+                    f = -1;
+                    break;
+                }
                 f = f * g.in[i] + p;
             }
             off[size_t(op * ksz + kp)] = f;

@@ -25,7 +25,8 @@ inline void infer_same(OpCtx& c) { c.set_out(0, c.dtype(0), c.shape(0)); }
 // (a view up to rank 4).
 ggml_tensor* gather_axis(LowerCtx& c, ggml_tensor* x, const Shape& s, int axis, const std::vector<int64_t>& indices);
 ggml_tensor* transpose_any(LowerCtx& c, ggml_tensor* x, const Shape& s, const std::vector<int64_t>& perm);
-ggml_tensor* gather_flat(LowerCtx& c, ggml_tensor* x, const Shape& s, const std::vector<int64_t>& idx, const Shape& out);
+ggml_tensor* gather_flat(LowerCtx& c, ggml_tensor* x, const Shape& s, const std::vector<int64_t>& idx,
+                         const Shape& out);
 
 // Input i broadcast to the shape of output 0, contiguous: the operand of the custom
 // elementwise kernels (o2g_kernels.h), which take same-shape inputs.
@@ -37,7 +38,8 @@ void require_float(LowerCtx& c, int i);
 
 // Conv on the host: input 0 (x) and a weight of shape ws, with c's attributes, as
 // doubles (zero points already subtracted for the integer convolutions); the NC... output.
-std::vector<double> conv_host(OpCtx& c, const Shape& ws, const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>* bias);
+std::vector<double> conv_host(OpCtx& c, const Shape& ws, const std::vector<double>& x, const std::vector<double>& w,
+                              const std::vector<double>* bias);
 // Conv's output shape for input 0 and a weight of shape ws (checks the attributes).
 Shape conv_output_shape(OpCtx& c, const Shape& ws);
 
@@ -51,7 +53,7 @@ int64_t flat(const std::vector<int64_t>& idx, const std::vector<int64_t>& st);
 // (`n` values in [lo, 2^30]).
 void check_dims(OpCtx& c, const char* name, const std::vector<int64_t>& v, size_t n, int64_t lo);
 struct Geometry {
-    int nsp = 0;                       // spatial dims
+    int nsp = 0;  // spatial dims
     std::vector<int64_t> in, k, s, d, pb, pe, out;
 };
 Geometry conv_geometry(OpCtx& c, const std::vector<int64_t>& kernel, bool ceil_mode);
@@ -64,7 +66,10 @@ void for_grid(const std::vector<int64_t>& dims, F f) {
     std::vector<int64_t> idx(dims.size(), 0);
     for (int64_t p = 0; p < n; ++p) {
         f(p, idx);
-        for (int k = int(dims.size()) - 1; k >= 0; --k) { if (++idx[k] < dims[k]) break; idx[k] = 0; }
+        for (int k = int(dims.size()) - 1; k >= 0; --k) {
+            if (++idx[k] < dims[k]) break;
+            idx[k] = 0;
+        }
     }
 }
 

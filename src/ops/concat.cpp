@@ -29,7 +29,8 @@ std::vector<int64_t> split_sizes(OpCtx& c) {
     }
     int64_t total = 0;
     for (int64_t v : sizes) total += v;
-    if (total != dim || int(sizes.size()) != c.nout()) c.fail("split sizes do not add up to the axis dim " + std::to_string(dim));
+    if (total != dim || int(sizes.size()) != c.nout())
+        c.fail("split sizes do not add up to the axis dim " + std::to_string(dim));
     return sizes;
 }
 
@@ -49,7 +50,9 @@ O2G_OP_FAMILY(concat) {
                 if (c.dtype(i) != c.dtype(0)) c.fail("inputs have different dtypes");
                 if (int(s.size()) != rk) c.fail("inputs have different ranks");
                 for (int k = 0; k < rk; ++k)
-                    if (k != a && s[k] != o[k]) c.fail("input " + std::to_string(i) + " has shape " + shape_str(s) + ", incompatible with " + shape_str(c.shape(0)));
+                    if (k != a && s[k] != o[k])
+                        c.fail("input " + std::to_string(i) + " has shape " + shape_str(s) + ", incompatible with " +
+                               shape_str(c.shape(0)));
                 o[a] += s[a];
             }
             c.set_out(0, c.dtype(0), o);
@@ -69,7 +72,8 @@ O2G_OP_FAMILY(concat) {
                 int64_t len = x.shape[a] * inner;
                 if (len == 0) continue;
                 for (int64_t q = 0; q < outer; ++q)
-                    std::memcpy(t.data() + size_t(q * o[a] * inner + off) * es, x.data() + size_t(q * len) * es, size_t(len) * es);
+                    std::memcpy(t.data() + size_t(q * o[a] * inner + off) * es, x.data() + size_t(q * len) * es,
+                                size_t(len) * es);
                 off += len;
             }
             c.set_const(0, t);
@@ -96,7 +100,11 @@ O2G_OP_FAMILY(concat) {
         d.infer = [](OpCtx& c) {
             auto sizes = split_sizes(c);
             int a = c.axis(c.ai("axis", 0), c.rank(0));
-            for (int i = 0; i < c.nout(); ++i) { Shape s = c.shape(0); s[a] = sizes[i]; c.set_out(i, c.dtype(0), s); }
+            for (int i = 0; i < c.nout(); ++i) {
+                Shape s = c.shape(0);
+                s[a] = sizes[i];
+                c.set_out(i, c.dtype(0), s);
+            }
         };
         d.eval = [](OpCtx& c) {
             auto sizes = split_sizes(c);
@@ -108,9 +116,9 @@ O2G_OP_FAMILY(concat) {
                 s[a] = sizes[i];
                 int64_t o0 = off;
                 c.set_const(i, remap(c.cval(0), s, [&](const std::vector<int64_t>& idx) {
-                    int64_t f = flat(idx, st);
-                    return f + o0 * st[a];
-                }));
+                                int64_t f = flat(idx, st);
+                                return f + o0 * st[a];
+                            }));
                 off += sizes[i];
             }
         };

@@ -40,7 +40,11 @@ O2G_OP_FAMILY(constant) {
             b = std::clamp<int64_t>(b, 0, rk);
             e = std::clamp<int64_t>(e, 0, rk);
         };
-        d.infer = [range](OpCtx& c) { int64_t b, e; range(c, b, e); c.set_out(0, DType::I64, {std::max<int64_t>(0, e - b)}); };
+        d.infer = [range](OpCtx& c) {
+            int64_t b, e;
+            range(c, b, e);
+            c.set_out(0, DType::I64, {std::max<int64_t>(0, e - b)});
+        };
         d.eval = [range](OpCtx& c) {
             int64_t b, e;
             range(c, b, e);
@@ -65,15 +69,28 @@ O2G_OP_FAMILY(constant) {
         auto value = [](OpCtx& c) -> Tensor {
             if (const Tensor* t = c.at("value")) return *t;
             if (c.has_attr("value_float")) return Tensor::from_f32({c.af("value_float", 0)}, {});
-            if (c.has_attr("value_floats")) { auto v = c.afs("value_floats"); return Tensor::from_f32(v, {int64_t(v.size())}); }
+            if (c.has_attr("value_floats")) {
+                auto v = c.afs("value_floats");
+                return Tensor::from_f32(v, {int64_t(v.size())});
+            }
             if (c.has_attr("value_int")) return Tensor::scalar_i64(c.ai("value_int", 0));
-            if (c.has_attr("value_ints")) { auto v = c.ais("value_ints"); return Tensor::from_i64(v, {int64_t(v.size())}); }
+            if (c.has_attr("value_ints")) {
+                auto v = c.ais("value_ints");
+                return Tensor::from_i64(v, {int64_t(v.size())});
+            }
             if (c.has_attr("sparse_value")) c.fail_unsupported("sparse Constant values are not supported");
             if (c.has_attr("value_string")) return Tensor::from_strings({c.as("value_string", "")}, {});
-            if (c.has_attr("value_strings")) { auto v = c.astrs("value_strings"); int64_t n = int64_t(v.size()); return Tensor::from_strings(std::move(v), {n}); }
+            if (c.has_attr("value_strings")) {
+                auto v = c.astrs("value_strings");
+                int64_t n = int64_t(v.size());
+                return Tensor::from_strings(std::move(v), {n});
+            }
             c.fail("Constant has no value attribute");
         };
-        d.infer = [value](OpCtx& c) { Tensor t = value(c); c.set_out(0, t.dtype, t.shape); };
+        d.infer = [value](OpCtx& c) {
+            Tensor t = value(c);
+            c.set_out(0, t.dtype, t.shape);
+        };
         d.eval = [value](OpCtx& c) { c.set_const(0, value(c)); };
         r.add(d);
     }
@@ -81,7 +98,10 @@ O2G_OP_FAMILY(constant) {
         OpDef d;
         d.op_type = "ConstantOfShape";
         d.host_inputs = {0};
-        auto fill = [](OpCtx& c) -> Tensor { const Tensor* t = c.at("value"); return t ? *t : Tensor::from_f32({0.0f}, {1}); };
+        auto fill = [](OpCtx& c) -> Tensor {
+            const Tensor* t = c.at("value");
+            return t ? *t : Tensor::from_f32({0.0f}, {1});
+        };
         d.infer = [fill](OpCtx& c) { c.set_out(0, fill(c).dtype, c.cints(0)); };
         d.eval = [fill](OpCtx& c) {
             Tensor v = fill(c);

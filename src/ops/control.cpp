@@ -15,7 +15,6 @@ namespace {
 
 constexpr int64_t kMaxUnroll = 4096;
 
-
 const Graph& subgraph(OpCtx& c, const std::string& name) {
     auto it = c.node().attrs.find(name);
     if (it == c.node().attrs.end() || !it->second.g) c.fail("graph attribute '" + name + "' is missing");
@@ -47,10 +46,12 @@ void rename_free(Graph& sub, const std::map<std::string, std::string>& names) {
 // The nodes of `sub` copied into the caller's graph: sub inputs bound to `bind` (caller value ids),
 // free variables read from the caller, everything else renamed with `prefix`. Returns the nodes
 // and, in `outs`, the caller value ids of the subgraph's outputs.
-std::vector<Node> inline_graph(OpCtx& c, const Graph& sub, const std::vector<int>& bind, const std::string& prefix, std::vector<int>& outs) {
+std::vector<Node> inline_graph(OpCtx& c, const Graph& sub, const std::vector<int>& bind, const std::string& prefix,
+                               std::vector<int>& outs) {
     Graph& g = c.graph();
     if (bind.size() != sub.inputs.size())
-        c.fail("subgraph '" + sub.name + "' takes " + std::to_string(sub.inputs.size()) + " inputs, given " + std::to_string(bind.size()));
+        c.fail("subgraph '" + sub.name + "' takes " + std::to_string(sub.inputs.size()) + " inputs, given " +
+               std::to_string(bind.size()));
     std::vector<int> map(sub.values.size(), -1);
     for (size_t i = 0; i < bind.size(); ++i) map[size_t(sub.inputs[i])] = bind[i];
     std::map<std::string, std::string> renamed;
@@ -113,7 +114,8 @@ void infer_if(OpCtx& c) {
     const Graph& branch = subgraph(c, cond ? "then_branch" : "else_branch");
     std::vector<int> outs;
     std::vector<Node> nodes = inline_graph(c, branch, {}, c.node().name + (cond ? "/then/" : "/else/"), outs);
-    if (int(outs.size()) != c.nout()) c.fail("branch has " + std::to_string(outs.size()) + " outputs for " + std::to_string(c.nout()));
+    if (int(outs.size()) != c.nout())
+        c.fail("branch has " + std::to_string(outs.size()) + " outputs for " + std::to_string(c.nout()));
     for (int i = 0; i < c.nout(); ++i)
         if (c.has_out(i)) nodes.push_back(identity(c, outs[size_t(i)], c.node().outputs[size_t(i)]));
     c.replace_with(nodes);
@@ -130,7 +132,9 @@ void infer_loop(OpCtx& c) {
     int64_t trip = c.has(0) ? c.cval(0).geti(0) : -1;  // -1: until the condition is false
     bool go = !c.has(1) || c.cval(1).getf(0) != 0;
     if (trip < 0 && !c.has(1)) c.fail_unsupported("Loop without a trip count or condition (an infinite loop)");
-    if (trip > kMaxUnroll) c.fail_limit("trip count " + std::to_string(trip) + ": a Loop of more than " + std::to_string(kMaxUnroll) + " iterations (unrolled at compile time)");
+    if (trip > kMaxUnroll)
+        c.fail_limit("trip count " + std::to_string(trip) + ": a Loop of more than " + std::to_string(kMaxUnroll) +
+                     " iterations (unrolled at compile time)");
     std::vector<std::vector<int64_t>> scans(static_cast<size_t>(nscan));
     for (int k = 0; k < nscan; ++k) scans[size_t(k)] = c.ais("__scan_" + std::to_string(k));
     std::vector<Node> nodes;
@@ -145,8 +149,16 @@ void infer_loop(OpCtx& c) {
         c.replace_with(nodes);
         return;
     }
-    if (iter >= kMaxUnroll) c.fail_limit("Loop of more than " + std::to_string(kMaxUnroll) + " iterations (unrolled at compile time)");
-    int cond_in = c.has(1) ? c.node().inputs[1] : c.new_const([] { Tensor t = Tensor::zeros(DType::Bool, {}); t.seti(0, 1); return t; }(), c.node().name + "_cond");
+    if (iter >= kMaxUnroll)
+        c.fail_limit("Loop of more than " + std::to_string(kMaxUnroll) + " iterations (unrolled at compile time)");
+    int cond_in = c.has(1) ? c.node().inputs[1]
+                           : c.new_const(
+                                 [] {
+                                     Tensor t = Tensor::zeros(DType::Bool, {});
+                                     t.seti(0, 1);
+                                     return t;
+                                 }(),
+                                 c.node().name + "_cond");
     std::vector<int> bind = {c.new_const(Tensor::scalar_i64(iter), c.node().name + "_iter"), cond_in};
     for (int k = 0; k < nstate; ++k) bind.push_back(c.node().inputs[size_t(k + 2)]);
     std::vector<int> outs;
@@ -177,7 +189,8 @@ void infer_scan(OpCtx& c) {
     auto in_dirs = c.ais(v8 ? "directions" : "scan_input_directions", std::vector<int64_t>(size_t(nscan_in), 0));
     auto out_axes = c.ais("scan_output_axes", std::vector<int64_t>(size_t(nscan_out), 0));
     auto out_dirs = c.ais("scan_output_directions", std::vector<int64_t>(size_t(nscan_out), 0));
-    if (in_axes.size() != size_t(nscan_in) || in_dirs.size() != size_t(nscan_in) || out_axes.size() != size_t(nscan_out) || out_dirs.size() != size_t(nscan_out))
+    if (in_axes.size() != size_t(nscan_in) || in_dirs.size() != size_t(nscan_in) ||
+        out_axes.size() != size_t(nscan_out) || out_dirs.size() != size_t(nscan_out))
         c.fail("scan axes/directions do not match the scan inputs/outputs");
     int64_t batches = v8 ? c.shape(first + nstate)[0] : 1;
     std::vector<Node> nodes;
@@ -192,7 +205,9 @@ void infer_scan(OpCtx& c) {
     std::vector<std::vector<int>> final_state(static_cast<size_t>(nstate)), scan_parts(static_cast<size_t>(nscan_out));
     for (int64_t b = 0; b < batches; ++b) {
         std::vector<int> state;
-        for (int k = 0; k < nstate; ++k) state.push_back(v8 ? take(c.node().inputs[size_t(first + k)], b, 0, "state") : c.node().inputs[size_t(first + k)]);
+        for (int k = 0; k < nstate; ++k)
+            state.push_back(v8 ? take(c.node().inputs[size_t(first + k)], b, 0, "state")
+                               : c.node().inputs[size_t(first + k)]);
         std::vector<int> xs;
         int64_t len = -1;
         for (int k = 0; k < nscan_in; ++k) {
@@ -207,13 +222,16 @@ void infer_scan(OpCtx& c) {
             in_axes[size_t(k)] = ax;
             xs.push_back(x);
         }
-        if (len > kMaxUnroll) c.fail_unsupported("Scan of more than " + std::to_string(kMaxUnroll) + " steps (unrolled at compile time)");
+        if (len > kMaxUnroll)
+            c.fail_unsupported("Scan of more than " + std::to_string(kMaxUnroll) + " steps (unrolled at compile time)");
         std::vector<std::vector<int>> steps(static_cast<size_t>(nscan_out));
         for (int64_t t = 0; t < len; ++t) {
             std::vector<int> bind = state;
-            for (int k = 0; k < nscan_in; ++k) bind.push_back(take(xs[size_t(k)], in_dirs[size_t(k)] ? len - 1 - t : t, in_axes[size_t(k)], "step"));
+            for (int k = 0; k < nscan_in; ++k)
+                bind.push_back(take(xs[size_t(k)], in_dirs[size_t(k)] ? len - 1 - t : t, in_axes[size_t(k)], "step"));
             std::vector<int> outs;
-            std::vector<Node> bn = inline_graph(c, body, bind, c.node().name + "/" + std::to_string(b) + "_" + std::to_string(t) + "/", outs);
+            std::vector<Node> bn = inline_graph(
+                c, body, bind, c.node().name + "/" + std::to_string(b) + "_" + std::to_string(t) + "/", outs);
             nodes.insert(nodes.end(), bn.begin(), bn.end());
             state.assign(outs.begin(), outs.begin() + nstate);
             for (int k = 0; k < nscan_out; ++k) steps[size_t(k)].push_back(outs[size_t(nstate + k)]);
@@ -234,14 +252,16 @@ void infer_scan(OpCtx& c) {
     }
     if (v8)
         for (int k = 0; k < nscan_out; ++k)
-            if (c.has_out(nstate + k)) stack(c, scan_parts[size_t(k)], 0, false, c.node().outputs[size_t(nstate + k)], nodes);
+            if (c.has_out(nstate + k))
+                stack(c, scan_parts[size_t(k)], 0, false, c.node().outputs[size_t(nstate + k)], nodes);
     c.replace_with(nodes);
 }
 
 }  // namespace
 
 O2G_OP_FAMILY(control) {
-    for (auto [op, fn] : {std::pair<const char*, void (*)(OpCtx&)>{"If", infer_if}, {"Loop", infer_loop}, {"Scan", infer_scan}}) {
+    for (auto [op, fn] :
+         {std::pair<const char*, void (*)(OpCtx&)>{"If", infer_if}, {"Loop", infer_loop}, {"Scan", infer_scan}}) {
         OpDef d;
         d.op_type = op;
         d.infer = fn;

@@ -21,7 +21,8 @@ ggml_tensor* conv2d_f32(Lc& c, ggml_tensor* w, ggml_tensor* x, int s0, int s1, i
     ggml_type ct = w->type == GGML_TYPE_F16 ? GGML_TYPE_F16 : GGML_TYPE_F32;
     ggml_tensor* col = G(c.b, ggml_im2col, w, x, s0, s1, p0, p1, d0, d1, true, ct);  // [K, OW, OH, N]
     int64_t K = col->ne[0], OW = col->ne[1], OH = col->ne[2], N = col->ne[3], OC = w->ne[3];
-    ggml_tensor* r = G(c.b, ggml_mul_mat, G(c.b, ggml_reshape_2d, col, K, OW * OH * N), G(c.b, ggml_reshape_2d, w, K, OC));
+    ggml_tensor* r =
+        G(c.b, ggml_mul_mat, G(c.b, ggml_reshape_2d, col, K, OW * OH * N), G(c.b, ggml_reshape_2d, w, K, OC));
     if (N == 1) return G(c.b, ggml_reshape_4d, r, OW, OH, OC, int64_t(1));
     r = G(c.b, ggml_reshape_4d, r, OW, OH, N, OC);
     return G(c.b, ggml_cont, G(c.b, ggml_permute, r, 0, 1, 3, 2));
@@ -37,7 +38,9 @@ void lower_conv(Lc& c) {
     const Shape& xs = c.shape(0);
     Shape x4 = xs.size() == 3 ? Shape{xs[0], xs[1], 1, xs[2]} : xs;
     Shape w4 = ws.size() == 3 ? Shape{ws[0], ws[1], 1, ws[2]} : ws;
-    auto sp = [&](const std::vector<int64_t>& v, int i, int64_t def) { return g.nsp == 1 ? (i == 0 ? v[0] : def) : v[1 - i]; };
+    auto sp = [&](const std::vector<int64_t>& v, int i, int64_t def) {
+        return g.nsp == 1 ? (i == 0 ? v[0] : def) : v[1 - i];
+    };
     // ggml dim 0 = W (last spatial), dim 1 = H
     int s0 = int(sp(g.s, 0, 1)), s1 = int(sp(g.s, 1, 1)), d0 = int(sp(g.d, 0, 1)), d1 = int(sp(g.d, 1, 1));
     int pb0 = int(sp(g.pb, 0, 0)), pb1 = int(sp(g.pb, 1, 0)), pe0 = int(sp(g.pe, 0, 0)), pe1 = int(sp(g.pe, 1, 0));
@@ -50,7 +53,9 @@ void lower_conv(Lc& c) {
     int64_t C = x4[1], M = w4[0];
     bool depthwise = group == C && M == C && group > 1;
     ggml_tensor* w = c.is_const(1) && !depthwise ? c.matrix_weight(1, w4, false, true) : c.reshape(c.x(1), w4);
-    if (C % group || M % group || w4[1] != C / group) c.fail("weight shape " + shape_str(ws) + " does not match input " + shape_str(xs) + " with group " + std::to_string(group));
+    if (C % group || M % group || w4[1] != C / group)
+        c.fail("weight shape " + shape_str(ws) + " does not match input " + shape_str(xs) + " with group " +
+               std::to_string(group));
     ggml_tensor* y = nullptr;
     if (group == 1) {
         // GGML_OP_CONV_2D: ggml's CPU backend tiles im2col + gemm in its work buffer (as fast as a
@@ -74,7 +79,8 @@ void lower_conv(Lc& c) {
     // the bias in one add, in place on the convolution's own output (the oneDNN backend folds it
     // into the convolution); not for a graph output, which must own its memory (no view)
     if (c.has(2)) {
-        y = c.graph_output(0) ? G(c.b, ggml_add, y, c.reshape(c.x(2), {M, 1, 1})) : G(c.b, ggml_add_inplace, y, c.reshape(c.x(2), {M, 1, 1}));
+        y = c.graph_output(0) ? G(c.b, ggml_add, y, c.reshape(c.x(2), {M, 1, 1}))
+                              : G(c.b, ggml_add_inplace, y, c.reshape(c.x(2), {M, 1, 1}));
     }
     c.set(0, c.reshape(y, c.out(0).shape));
     if (conv) c.overwrote(conv);
@@ -83,12 +89,17 @@ void lower_conv(Lc& c) {
 void infer_conv(OpCtx& c) {
     const Shape& ws = c.shape(1);
     Shape o = conv_output_shape(c, ws);
-    if (c.has(2) && shape_numel(c.shape(2)) != ws[0]) c.fail("bias has " + std::to_string(shape_numel(c.shape(2))) + " values for " + std::to_string(ws[0]) + " output channels");
+    if (c.has(2) && shape_numel(c.shape(2)) != ws[0])
+        c.fail("bias has " + std::to_string(shape_numel(c.shape(2))) + " values for " + std::to_string(ws[0]) +
+               " output channels");
     c.set_out(0, c.dtype(0), o);
 }
 
 // ConvTranspose output geometry (per spatial dim)
-struct TGeom { int nsp; std::vector<int64_t> in, k, s, d, pb, pe, op, out; };
+struct TGeom {
+    int nsp;
+    std::vector<int64_t> in, k, s, d, pb, pe, op, out;
+};
 
 TGeom tconv_geometry(OpCtx& c) {
     TGeom g;
@@ -98,7 +109,8 @@ TGeom tconv_geometry(OpCtx& c) {
     g.nsp = int(x.size()) - 2;
     g.in.assign(x.begin() + 2, x.end());
     g.k = c.ais("kernel_shape", std::vector<int64_t>(ws.begin() + 2, ws.end()));
-    if (g.k != std::vector<int64_t>(ws.begin() + 2, ws.end())) c.fail("kernel_shape differs from the weight's spatial dims");
+    if (g.k != std::vector<int64_t>(ws.begin() + 2, ws.end()))
+        c.fail("kernel_shape differs from the weight's spatial dims");
     g.s = c.ais("strides", std::vector<int64_t>(g.nsp, 1));
     g.d = c.ais("dilations", std::vector<int64_t>(g.nsp, 1));
     g.op = c.ais("output_padding", std::vector<int64_t>(g.nsp, 0));
@@ -110,11 +122,14 @@ TGeom tconv_geometry(OpCtx& c) {
     check_dims(c, "dilations", g.d, g.nsp, 1);
     check_dims(c, "output_padding", g.op, g.nsp, 0);
     check_dims(c, "pads", pads, 2 * g.nsp, 0);
-    if (!oshape.empty()) check_dims(c, "output_shape", std::vector<int64_t>(oshape.end() - std::min<size_t>(oshape.size(), g.nsp), oshape.end()), g.nsp, 1);
+    if (!oshape.empty())
+        check_dims(c, "output_shape",
+                   std::vector<int64_t>(oshape.end() - std::min<size_t>(oshape.size(), g.nsp), oshape.end()), g.nsp, 1);
     g.pb.assign(pads.begin(), pads.begin() + g.nsp);
     g.pe.assign(pads.begin() + g.nsp, pads.end());
     g.out.resize(g.nsp);
-    if (!oshape.empty() && int(oshape.size()) > g.nsp) oshape.erase(oshape.begin(), oshape.begin() + (oshape.size() - g.nsp));
+    if (!oshape.empty() && int(oshape.size()) > g.nsp)
+        oshape.erase(oshape.begin(), oshape.begin() + (oshape.size() - g.nsp));
     for (int i = 0; i < g.nsp; ++i) {
         int64_t full = g.s[i] * (g.in[i] - 1) + g.op[i] + (g.k[i] - 1) * g.d[i] + 1;
         if (!oshape.empty() || ap == "SAME_UPPER" || ap == "SAME_LOWER") {
@@ -138,7 +153,8 @@ void lower_conv_transpose(Lc& c) {
     if (g.nsp > 2) c.fail_unsupported("ConvTranspose with 3 spatial dims is not lowered yet");
     for (int i = 0; i < g.nsp; ++i)
         if (g.d[i] != 1) c.fail_unsupported("ConvTranspose with dilations is not lowered yet");
-    if (g.nsp == 2 && g.s[0] != g.s[1]) c.fail_unsupported("ConvTranspose with different strides per dim is not lowered yet");
+    if (g.nsp == 2 && g.s[0] != g.s[1])
+        c.fail_unsupported("ConvTranspose with different strides per dim is not lowered yet");
     for (int i = 0; i < g.nsp; ++i)
         if (g.pb[i] < 0 || g.pe[i] < 0) c.fail_unsupported("ConvTranspose output_shape larger than the full output");
     int64_t group = c.ai("group", 1);
@@ -163,7 +179,8 @@ void lower_conv_transpose(Lc& c) {
         int64_t have = y->ne[gd] - g.pb[i];
         if (have < g.out[i]) {
             int extra = int(g.out[i] - have);
-            y = G(c.b, ggml_pad_ext, c.cont(y), gd == 0 ? 0 : 0, gd == 0 ? extra : 0, 0, gd == 1 ? extra : 0, 0, 0, 0, 0);
+            y = G(c.b, ggml_pad_ext, c.cont(y), gd == 0 ? 0 : 0, gd == 0 ? extra : 0, 0, gd == 1 ? extra : 0, 0, 0, 0,
+                  0);
         }
         y = c.slice(y, gd, g.pb[i], g.out[i]);
     }
@@ -225,7 +242,10 @@ O2G_OP_FAMILY(conv) {
         d.min_inputs = 2;
         d.infer = infer_conv;
         d.eval = eval_conv;
-        d.work = [](OpCtx& c) { return double(shape_numel(c.out(0).shape)) * double(shape_numel(c.shape(1))) / double(std::max<int64_t>(1, c.shape(1)[0])); };
+        d.work = [](OpCtx& c) {
+            return double(shape_numel(c.out(0).shape)) * double(shape_numel(c.shape(1))) /
+                   double(std::max<int64_t>(1, c.shape(1)[0]));
+        };
         d.lower = lower_conv;
         r.add(d);
     }
@@ -237,13 +257,17 @@ O2G_OP_FAMILY(conv) {
             TGeom g = tconv_geometry(c);
             int64_t group = c.ai("group", 1);
             if (group <= 0 || c.shape(1)[0] != c.shape(0)[1] || c.shape(0)[1] % group != 0)
-                c.fail("weight " + shape_str(c.shape(1)) + " does not match input channels " + std::to_string(c.shape(0)[1]) + " with group " + std::to_string(group));
+                c.fail("weight " + shape_str(c.shape(1)) + " does not match input channels " +
+                       std::to_string(c.shape(0)[1]) + " with group " + std::to_string(group));
             Shape o = {c.shape(0)[0], c.shape(1)[1] * group};
             o.insert(o.end(), g.out.begin(), g.out.end());
             c.set_out(0, c.dtype(0), o);
         };
         d.eval = eval_conv_transpose;
-        d.work = [](OpCtx& c) { return double(shape_numel(c.shape(0))) * double(shape_numel(c.shape(1))) / double(std::max<int64_t>(1, c.shape(1)[0])); };
+        d.work = [](OpCtx& c) {
+            return double(shape_numel(c.shape(0))) * double(shape_numel(c.shape(1))) /
+                   double(std::max<int64_t>(1, c.shape(1)[0]));
+        };
         d.lower = lower_conv_transpose;
         r.add(d);
     }

@@ -27,7 +27,8 @@ void unary(Registry& r, const std::string& op, std::function<double(OpCtx&, doub
     d.eval = [f, fi](OpCtx& c) {
         IntFn ifn = nullptr;
         if (fi) ifn = [fi](const int64_t* v) { return fi(v[0]); };
-        c.set_const(0, eval_elementwise(c, c.dtype(0), [&](const double* v) { return f(c, v[0]); }, ifn));
+        c.set_const(0, eval_elementwise(
+                           c, c.dtype(0), [&](const double* v) { return f(c, v[0]); }, ifn));
     };
     // ggml's own unary kernels read strided rows (ggml_is_contiguous_rows), e.g. the gate half of
     // GEGLU's chunk; onnx2ggml's custom CPU kernels need dense tensors
@@ -76,109 +77,165 @@ ggml_tensor* residual_add(Lc& c) {
 }
 
 void register_unary(Registry& r) {
-    unary(r, "Relu", [](OpCtx&, double x) { return x > 0 ? x : 0.0; },
-          [](Lc& c, ggml_tensor* x) { return activation_in_place(c, x, [&](bool in_place) { return in_place ? G(c.b, ggml_relu_inplace, x) : G(c.b, ggml_relu, x); }); },
-          [](int64_t x) { return x > 0 ? x : 0; });
-    unary(r, "LeakyRelu", [](OpCtx& c, double x) { return x >= 0 ? x : x * c.af("alpha", 0.01f); },
-          [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_leaky_relu, x, c.af("alpha", 0.01f), false); });
-    unary(r, "Elu", [](OpCtx& c, double x) { return x >= 0 ? x : c.af("alpha", 1.0f) * std::expm1(x); },
-          [](Lc& c, ggml_tensor* x) { return elu_alpha(c, x, c.af("alpha", 1.0f)); });
-    unary(r, "Selu",
-          [](OpCtx& c, double x) {
-              double a = c.af("alpha", 1.67326319217681884765625f), g = c.af("gamma", 1.05070102214813232421875f);
-              return x > 0 ? g * x : g * a * std::expm1(x);
-          },
-          [](Lc& c, ggml_tensor* x) {
-              return G(c.b, ggml_scale, elu_alpha(c, x, c.af("alpha", 1.67326319217681884765625f)),
-                       c.af("gamma", 1.05070102214813232421875f));
-          });
-    unary(r, "Sigmoid", [](OpCtx&, double x) { return 1.0 / (1.0 + std::exp(-x)); },
-          [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_sigmoid, x); });
-    unary(r, "HardSigmoid",
-          [](OpCtx& c, double x) { return std::max(0.0, std::min(1.0, double(c.af("alpha", 0.2f)) * x + c.af("beta", 0.5f))); },
-          [](Lc& c, ggml_tensor* x) {
-              return G(c.b, ggml_clamp, G(c.b, ggml_scale_bias, x, c.af("alpha", 0.2f), c.af("beta", 0.5f)), 0.0f, 1.0f);
-          });
-    unary(r, "HardSwish", [](OpCtx&, double x) { return x * std::max(0.0, std::min(1.0, x / 6 + 0.5)); },
-          [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_hardswish, x); });
-    unary(r, "Tanh", [](OpCtx&, double x) { return std::tanh(x); }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_tanh, x); });
-    unary(r, "Softplus", [](OpCtx&, double x) { return std::log1p(std::exp(x)); },
-          [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_softplus, x); });
+    unary(
+        r, "Relu", [](OpCtx&, double x) { return x > 0 ? x : 0.0; },
+        [](Lc& c, ggml_tensor* x) {
+            return activation_in_place(
+                c, x, [&](bool in_place) { return in_place ? G(c.b, ggml_relu_inplace, x) : G(c.b, ggml_relu, x); });
+        },
+        [](int64_t x) { return x > 0 ? x : 0; });
+    unary(
+        r, "LeakyRelu", [](OpCtx& c, double x) { return x >= 0 ? x : x * c.af("alpha", 0.01f); },
+        [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_leaky_relu, x, c.af("alpha", 0.01f), false); });
+    unary(
+        r, "Elu", [](OpCtx& c, double x) { return x >= 0 ? x : c.af("alpha", 1.0f) * std::expm1(x); },
+        [](Lc& c, ggml_tensor* x) { return elu_alpha(c, x, c.af("alpha", 1.0f)); });
+    unary(
+        r, "Selu",
+        [](OpCtx& c, double x) {
+            double a = c.af("alpha", 1.67326319217681884765625f), g = c.af("gamma", 1.05070102214813232421875f);
+            return x > 0 ? g * x : g * a * std::expm1(x);
+        },
+        [](Lc& c, ggml_tensor* x) {
+            return G(c.b, ggml_scale, elu_alpha(c, x, c.af("alpha", 1.67326319217681884765625f)),
+                     c.af("gamma", 1.05070102214813232421875f));
+        });
+    unary(
+        r, "Sigmoid", [](OpCtx&, double x) { return 1.0 / (1.0 + std::exp(-x)); },
+        [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_sigmoid, x); });
+    unary(
+        r, "HardSigmoid",
+        [](OpCtx& c, double x) {
+            return std::max(0.0, std::min(1.0, double(c.af("alpha", 0.2f)) * x + c.af("beta", 0.5f)));
+        },
+        [](Lc& c, ggml_tensor* x) {
+            return G(c.b, ggml_clamp, G(c.b, ggml_scale_bias, x, c.af("alpha", 0.2f), c.af("beta", 0.5f)), 0.0f, 1.0f);
+        });
+    unary(
+        r, "HardSwish", [](OpCtx&, double x) { return x * std::max(0.0, std::min(1.0, x / 6 + 0.5)); },
+        [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_hardswish, x); });
+    unary(
+        r, "Tanh", [](OpCtx&, double x) { return std::tanh(x); },
+        [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_tanh, x); });
+    unary(
+        r, "Softplus", [](OpCtx&, double x) { return std::log1p(std::exp(x)); },
+        [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_softplus, x); });
     auto custom1 = [](ggml_custom1_op_t k) {
         return [k](Lc& c, ggml_tensor* x) { return G(c.b, ggml_map_custom1, x, k, GGML_N_TASKS_MAX, nullptr); };
     };
-    unary(r, "Erf", [](OpCtx&, double x) { return erf_d(x); }, custom1(o2g::erf));
-    unary(r, "Sqrt", [](OpCtx&, double x) { return std::sqrt(x); }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_sqrt, x); });
-    unary(r, "Exp", [](OpCtx&, double x) { return std::exp(x); }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_exp, x); });
-    unary(r, "Log", [](OpCtx&, double x) { return std::log(x); }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_log, x); });
-    unary(r, "Neg", [](OpCtx&, double x) { return -x; }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_neg, x); },
-          [](int64_t x) { return -x; });
-    unary(r, "Abs", [](OpCtx&, double x) { return std::fabs(x); }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_abs, x); },
-          [](int64_t x) { return x < 0 ? -x : x; });
-    unary(r, "Reciprocal", [](OpCtx&, double x) { return 1.0 / x; }, [](Lc& c, ggml_tensor* x) {
-        ggml_tensor* one = c.repeat_to(c.scalar(1.0f), {x->ne[0], x->ne[1], x->ne[2], x->ne[3]});
-        return G(c.b, ggml_div, one, x);
-    });
-    unary(r, "Floor", [](OpCtx&, double x) { return std::floor(x); }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_floor, x); });
-    unary(r, "Ceil", [](OpCtx&, double x) { return std::ceil(x); }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_ceil, x); });
-    unary(r, "Sin", [](OpCtx&, double x) { return std::sin(x); }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_sin, x); });
-    unary(r, "Cos", [](OpCtx&, double x) { return std::cos(x); }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_cos, x); });
-    unary(r, "Sign", [](OpCtx&, double x) { return double((x > 0) - (x < 0)); }, custom1(o2g::sign),
-          [](int64_t x) { return int64_t((x > 0) - (x < 0)); });
-    unary(r, "Round", [](OpCtx&, double x) { return std::nearbyint(x); }, custom1(o2g::round_even));  // half to even
-    unary(r, "Softsign", [](OpCtx&, double x) { return x / (1 + std::fabs(x)); }, custom1(o2g::softsign));
-    struct Trig { const char* op; double (*f)(double); ggml_custom1_op_t k; };
-    for (const Trig& t : {Trig{"Tan", std::tan, o2g::tan}, Trig{"Asin", std::asin, o2g::asin}, Trig{"Acos", std::acos, o2g::acos},
-                          Trig{"Atan", std::atan, o2g::atan}, Trig{"Sinh", std::sinh, o2g::sinh}, Trig{"Cosh", std::cosh, o2g::cosh},
-                          Trig{"Asinh", std::asinh, o2g::asinh}, Trig{"Acosh", std::acosh, o2g::acosh}, Trig{"Atanh", std::atanh, o2g::atanh}}) {
+    unary(
+        r, "Erf", [](OpCtx&, double x) { return erf_d(x); }, custom1(o2g::erf));
+    unary(
+        r, "Sqrt", [](OpCtx&, double x) { return std::sqrt(x); },
+        [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_sqrt, x); });
+    unary(
+        r, "Exp", [](OpCtx&, double x) { return std::exp(x); },
+        [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_exp, x); });
+    unary(
+        r, "Log", [](OpCtx&, double x) { return std::log(x); },
+        [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_log, x); });
+    unary(
+        r, "Neg", [](OpCtx&, double x) { return -x; }, [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_neg, x); },
+        [](int64_t x) { return -x; });
+    unary(
+        r, "Abs", [](OpCtx&, double x) { return std::fabs(x); },
+        [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_abs, x); }, [](int64_t x) { return x < 0 ? -x : x; });
+    unary(
+        r, "Reciprocal", [](OpCtx&, double x) { return 1.0 / x; },
+        [](Lc& c, ggml_tensor* x) {
+            ggml_tensor* one = c.repeat_to(c.scalar(1.0f), {x->ne[0], x->ne[1], x->ne[2], x->ne[3]});
+            return G(c.b, ggml_div, one, x);
+        });
+    unary(
+        r, "Floor", [](OpCtx&, double x) { return std::floor(x); },
+        [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_floor, x); });
+    unary(
+        r, "Ceil", [](OpCtx&, double x) { return std::ceil(x); },
+        [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_ceil, x); });
+    unary(
+        r, "Sin", [](OpCtx&, double x) { return std::sin(x); },
+        [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_sin, x); });
+    unary(
+        r, "Cos", [](OpCtx&, double x) { return std::cos(x); },
+        [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_cos, x); });
+    unary(
+        r, "Sign", [](OpCtx&, double x) { return double((x > 0) - (x < 0)); }, custom1(o2g::sign),
+        [](int64_t x) { return int64_t((x > 0) - (x < 0)); });
+    unary(
+        r, "Round", [](OpCtx&, double x) { return std::nearbyint(x); }, custom1(o2g::round_even));  // half to even
+    unary(
+        r, "Softsign", [](OpCtx&, double x) { return x / (1 + std::fabs(x)); }, custom1(o2g::softsign));
+    struct Trig {
+        const char* op;
+        double (*f)(double);
+        ggml_custom1_op_t k;
+    };
+    for (const Trig& t :
+         {Trig{"Tan", std::tan, o2g::tan}, Trig{"Asin", std::asin, o2g::asin}, Trig{"Acos", std::acos, o2g::acos},
+          Trig{"Atan", std::atan, o2g::atan}, Trig{"Sinh", std::sinh, o2g::sinh}, Trig{"Cosh", std::cosh, o2g::cosh},
+          Trig{"Asinh", std::asinh, o2g::asinh}, Trig{"Acosh", std::acosh, o2g::acosh},
+          Trig{"Atanh", std::atanh, o2g::atanh}}) {
         auto f = t.f;
-        unary(r, t.op, [f](OpCtx&, double x) { return f(x); }, custom1(t.k));
+        unary(
+            r, t.op, [f](OpCtx&, double x) { return f(x); }, custom1(t.k));
     }
-    unary(r, "ThresholdedRelu", [](OpCtx& c, double x) { return x > c.af("alpha", 1.0f) ? x : 0.0; },
-          [](Lc& c, ggml_tensor* x) {  // x * (x > alpha)
-              ggml_tensor* a = c.repeat_to(c.scalar(c.af("alpha", 1.0f)), {x->ne[0], x->ne[1], x->ne[2], x->ne[3]});
-              return G(c.b, ggml_mul, x, G(c.b, ggml_map_custom2, x, c.cont(a), o2g::greater, GGML_N_TASKS_MAX, nullptr));
-          });
-    unary(r, "Shrink",
-          [](OpCtx& c, double x) {
-              double l = c.af("lambd", 0.5f), b = c.af("bias", 0.0f);
-              return x < -l ? x + b : (x > l ? x - b : 0.0);
-          },
-          [](Lc& c, ggml_tensor* x) {  // d = x - clamp(x, -l, l);  y = d + (l - b) * sign(d)
-              float l = c.af("lambd", 0.5f), b = c.af("bias", 0.0f);
-              ggml_tensor* d = G(c.b, ggml_sub, x, G(c.b, ggml_clamp, x, -l, l));
-              ggml_tensor* s = G(c.b, ggml_map_custom1, d, o2g::sign, GGML_N_TASKS_MAX, nullptr);
-              return G(c.b, ggml_add, d, G(c.b, ggml_scale, s, l - b));
-          });
-    unary(r, "Celu", [](OpCtx& c, double x) { double a = c.af("alpha", 1.0f); return std::max(0.0, x) + std::min(0.0, a * std::expm1(x / a)); },
-          [](Lc& c, ggml_tensor* x) {  // relu(x) + alpha * elu(min(x, 0) / alpha)
-              float a = c.af("alpha", 1.0f);
-              ggml_tensor* neg = G(c.b, ggml_scale, G(c.b, ggml_neg, G(c.b, ggml_relu, G(c.b, ggml_neg, x))), 1.0f / a);
-              return G(c.b, ggml_add, G(c.b, ggml_relu, x), G(c.b, ggml_scale, G(c.b, ggml_elu, neg), a));
-          });
-    unary(r, "Mish", [](OpCtx&, double x) { return x * std::tanh(std::log1p(std::exp(x))); },
-          [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_mul, x, G(c.b, ggml_tanh, G(c.b, ggml_softplus, x))); });
-    unary(r, "Gelu",
-          [](OpCtx& c, double x) {
-              if (c.as("approximate", "none") == "tanh")
-                  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-              return 0.5 * x * (1 + erf_d(x / std::sqrt(2.0)));
-          },
-          [](Lc& c, ggml_tensor* x) {
-              if (c.as("approximate", "none") == "tanh") c.fail_unsupported("Gelu approximate='tanh' is not lowered yet");
-              return G(c.b, ggml_gelu_erf, x);
-          });
+    unary(
+        r, "ThresholdedRelu", [](OpCtx& c, double x) { return x > c.af("alpha", 1.0f) ? x : 0.0; },
+        [](Lc& c, ggml_tensor* x) {  // x * (x > alpha)
+            ggml_tensor* a = c.repeat_to(c.scalar(c.af("alpha", 1.0f)), {x->ne[0], x->ne[1], x->ne[2], x->ne[3]});
+            return G(c.b, ggml_mul, x, G(c.b, ggml_map_custom2, x, c.cont(a), o2g::greater, GGML_N_TASKS_MAX, nullptr));
+        });
+    unary(
+        r, "Shrink",
+        [](OpCtx& c, double x) {
+            double l = c.af("lambd", 0.5f), b = c.af("bias", 0.0f);
+            return x < -l ? x + b : (x > l ? x - b : 0.0);
+        },
+        [](Lc& c, ggml_tensor* x) {  // d = x - clamp(x, -l, l);  y = d + (l - b) * sign(d)
+            float l = c.af("lambd", 0.5f), b = c.af("bias", 0.0f);
+            ggml_tensor* d = G(c.b, ggml_sub, x, G(c.b, ggml_clamp, x, -l, l));
+            ggml_tensor* s = G(c.b, ggml_map_custom1, d, o2g::sign, GGML_N_TASKS_MAX, nullptr);
+            return G(c.b, ggml_add, d, G(c.b, ggml_scale, s, l - b));
+        });
+    unary(
+        r, "Celu",
+        [](OpCtx& c, double x) {
+            double a = c.af("alpha", 1.0f);
+            return std::max(0.0, x) + std::min(0.0, a * std::expm1(x / a));
+        },
+        [](Lc& c, ggml_tensor* x) {  // relu(x) + alpha * elu(min(x, 0) / alpha)
+            float a = c.af("alpha", 1.0f);
+            ggml_tensor* neg = G(c.b, ggml_scale, G(c.b, ggml_neg, G(c.b, ggml_relu, G(c.b, ggml_neg, x))), 1.0f / a);
+            return G(c.b, ggml_add, G(c.b, ggml_relu, x), G(c.b, ggml_scale, G(c.b, ggml_elu, neg), a));
+        });
+    unary(
+        r, "Mish", [](OpCtx&, double x) { return x * std::tanh(std::log1p(std::exp(x))); },
+        [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_mul, x, G(c.b, ggml_tanh, G(c.b, ggml_softplus, x))); });
+    unary(
+        r, "Gelu",
+        [](OpCtx& c, double x) {
+            if (c.as("approximate", "none") == "tanh")
+                return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+            return 0.5 * x * (1 + erf_d(x / std::sqrt(2.0)));
+        },
+        [](Lc& c, ggml_tensor* x) {
+            if (c.as("approximate", "none") == "tanh") c.fail_unsupported("Gelu approximate='tanh' is not lowered yet");
+            return G(c.b, ggml_gelu_erf, x);
+        });
     // Internal ops produced by the fusion passes.
-    unary(r, "o2g.Silu", [](OpCtx&, double x) { return x / (1.0 + std::exp(-x)); },
-          [](Lc& c, ggml_tensor* x) {
-              // in place on a GroupNorm's output that nothing else reads: fused with it (lower_group_norm)
-              if (c.sole_reader(0) && x == c.x(0) && !c.graph_output(0) && c.norm_behind(0)) {
-                  c.overwrote(c.norm_behind(0));
-                  return G(c.b, ggml_silu_inplace, x);
-              }
-              return G(c.b, ggml_silu, x);
-          });
-    unary(r, "Not", [](OpCtx&, double x) { return double(x == 0); }, custom1(o2g::logical_not), [](int64_t x) { return int64_t(x == 0); });
+    unary(
+        r, "o2g.Silu", [](OpCtx&, double x) { return x / (1.0 + std::exp(-x)); },
+        [](Lc& c, ggml_tensor* x) {
+            // in place on a GroupNorm's output that nothing else reads: fused with it (lower_group_norm)
+            if (c.sole_reader(0) && x == c.x(0) && !c.graph_output(0) && c.norm_behind(0)) {
+                c.overwrote(c.norm_behind(0));
+                return G(c.b, ggml_silu_inplace, x);
+            }
+            return G(c.b, ggml_silu, x);
+        });
+    unary(
+        r, "Not", [](OpCtx&, double x) { return double(x == 0); }, custom1(o2g::logical_not),
+        [](int64_t x) { return int64_t(x == 0); });
     {  // IsNaN / IsInf: bool outputs
         for (bool nan : {true, false}) {
             OpDef d;
@@ -186,14 +243,20 @@ void register_unary(Registry& r) {
             d.infer = [](OpCtx& c) { c.set_out(0, DType::Bool, c.shape(0)); };
             d.eval = [nan](OpCtx& c) {
                 bool pos = c.ai("detect_positive", 1) != 0, neg = c.ai("detect_negative", 1) != 0;
-                c.set_const(0, eval_elementwise(c, DType::Bool, [=](const double* v) {
-                    return double(nan ? std::isnan(v[0]) : (std::isinf(v[0]) && ((v[0] > 0 && pos) || (v[0] < 0 && neg))));
-                }, nullptr));
+                c.set_const(0,
+                            eval_elementwise(
+                                c, DType::Bool,
+                                [=](const double* v) {
+                                    return double(nan ? std::isnan(v[0])
+                                                      : (std::isinf(v[0]) && ((v[0] > 0 && pos) || (v[0] < 0 && neg))));
+                                },
+                                nullptr));
             };
             d.lower = [nan](Lc& c) {
                 require_float(c, 0);
                 bool pos = c.ai("detect_positive", 1) != 0, neg = c.ai("detect_negative", 1) != 0;
-                ggml_custom1_op_t k = nan ? o2g::isnan : (pos && neg ? o2g::isinf : (pos ? o2g::isinf_pos : o2g::isinf_neg));
+                ggml_custom1_op_t k =
+                    nan ? o2g::isnan : (pos && neg ? o2g::isinf : (pos ? o2g::isinf_pos : o2g::isinf_neg));
                 ggml_tensor* y = G(c.b, ggml_map_custom1, c.xc(0), k, GGML_N_TASKS_MAX, nullptr);
                 if (!nan && !pos && !neg) y = G(c.b, ggml_scale, y, 0.0f);  // detects nothing: all false
                 c.set(0, y);
@@ -217,7 +280,8 @@ ggml_tensor* scalar_binary(Lc& c, LowerCtx::Bin bin) {
         switch (bin) {
             case LowerCtx::Bin::Mul: return G(c.b, ggml_scale, x, v);
             case LowerCtx::Bin::Add: return G(c.b, ggml_scale_bias, x, 1.0f, v);
-            case LowerCtx::Bin::Sub: return k == 1 ? G(c.b, ggml_scale_bias, x, 1.0f, -v) : G(c.b, ggml_scale_bias, x, -1.0f, v);
+            case LowerCtx::Bin::Sub:
+                return k == 1 ? G(c.b, ggml_scale_bias, x, 1.0f, -v) : G(c.b, ggml_scale_bias, x, -1.0f, v);
             case LowerCtx::Bin::Div: break;
         }
     }
@@ -232,7 +296,9 @@ void binary(Registry& r, const std::string& op, FloatFn ff, IntFn fi, LowerCtx::
     d.eval = [ff, fi](OpCtx& c) { c.set_const(0, eval_elementwise(c, c.dtype(0), ff, fi)); };
     if (lowerable)
         d.lower = [bin](Lc& c) {
-            if (c.dtype(0) != DType::F32) c.fail_unsupported(std::string("device arithmetic on ") + dtype_name(c.dtype(0)) + " tensors is not supported");
+            if (c.dtype(0) != DType::F32)
+                c.fail_unsupported(std::string("device arithmetic on ") + dtype_name(c.dtype(0)) +
+                                   " tensors is not supported");
             ggml_tensor* y = bin == LowerCtx::Bin::Add ? residual_add(c) : nullptr;
             if (!y) y = scalar_binary(c, bin);
             c.set(0, y ? y : c.binary(bin, c.x(0), operand_shape(c, 0), c.x(1), operand_shape(c, 1)));
@@ -262,29 +328,39 @@ ggml_tensor* lower_pow(Lc& c) {
     else if (e == -1) y = G(c.b, ggml_div, c.repeat_to(c.scalar(1.0f), {x->ne[0], x->ne[1], x->ne[2], x->ne[3]}), x);
     else return custom_binary(c, o2g::pow);
     // the exponent may broadcast the output to a higher rank
-    return c.reshape(c.repeat_to(c.reshape(y, align_rank(c.shape(0), c.out(0).shape.size())), to_ne(c.out(0).shape)), c.out(0).shape);
+    return c.reshape(c.repeat_to(c.reshape(y, align_rank(c.shape(0), c.out(0).shape.size())), to_ne(c.out(0).shape)),
+                     c.out(0).shape);
 }
 
 void register_binary(Registry& r) {
     using B = LowerCtx::Bin;
-    binary(r, "Add", [](const double* v) { return v[0] + v[1]; }, [](const int64_t* v) { return v[0] + v[1]; }, B::Add);
-    binary(r, "Sub", [](const double* v) { return v[0] - v[1]; }, [](const int64_t* v) { return v[0] - v[1]; }, B::Sub);
-    binary(r, "Mul", [](const double* v) { return v[0] * v[1]; }, [](const int64_t* v) { return v[0] * v[1]; }, B::Mul);
-    binary(r, "Div", [](const double* v) { return v[0] / v[1]; }, [](const int64_t* v) { return idiv(v[0], v[1]); }, B::Div);
+    binary(
+        r, "Add", [](const double* v) { return v[0] + v[1]; }, [](const int64_t* v) { return v[0] + v[1]; }, B::Add);
+    binary(
+        r, "Sub", [](const double* v) { return v[0] - v[1]; }, [](const int64_t* v) { return v[0] - v[1]; }, B::Sub);
+    binary(
+        r, "Mul", [](const double* v) { return v[0] * v[1]; }, [](const int64_t* v) { return v[0] * v[1]; }, B::Mul);
+    binary(
+        r, "Div", [](const double* v) { return v[0] / v[1]; }, [](const int64_t* v) { return idiv(v[0], v[1]); },
+        B::Div);
     {
         OpDef d;
         d.op_type = "Pow";
         d.min_inputs = 2;
         d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(0), broadcast_all(c)); };
         d.eval = [](OpCtx& c) {
-            c.set_const(0, eval_elementwise(c, c.dtype(0), [](const double* v) { return std::pow(v[0], v[1]); },
-                                            [](const int64_t* v) { return int64_t(std::pow(double(v[0]), double(v[1]))); }));
+            c.set_const(0, eval_elementwise(
+                               c, c.dtype(0), [](const double* v) { return std::pow(v[0], v[1]); },
+                               [](const int64_t* v) { return int64_t(std::pow(double(v[0]), double(v[1]))); }));
         };
         d.lower = [](Lc& c) { c.set(0, lower_pow(c)); };
         r.add(std::move(d));
     }
     // variadic ops
-    struct V { const char* op; int kind; };
+    struct V {
+        const char* op;
+        int kind;
+    };
     for (V v : {V{"Sum", 0}, V{"Mean", 1}, V{"Max", 2}, V{"Min", 3}}) {
         OpDef d;
         d.op_type = v.op;
@@ -293,21 +369,23 @@ void register_binary(Registry& r) {
         d.eval = [kind](OpCtx& c) {
             int k = 0;
             for (int i = 0; i < c.nin(); ++i) k += c.has(i);
-            c.set_const(0, eval_elementwise(c, c.dtype(0),
-                [kind, k](const double* x) {
-                    double a = x[0];
-                    for (int i = 1; i < k; ++i) {
-                        if (kind <= 1) a += x[i];
-                        else if (std::isnan(x[i]) || std::isnan(a)) a = NAN;
-                        else a = kind == 2 ? std::max(a, x[i]) : std::min(a, x[i]);
-                    }
-                    return kind == 1 ? a / k : a;
-                },
-                [kind, k](const int64_t* x) {
-                    int64_t a = x[0];
-                    for (int i = 1; i < k; ++i) a = kind <= 1 ? a + x[i] : (kind == 2 ? std::max(a, x[i]) : std::min(a, x[i]));
-                    return kind == 1 ? a / k : a;
-                }));
+            c.set_const(0, eval_elementwise(
+                               c, c.dtype(0),
+                               [kind, k](const double* x) {
+                                   double a = x[0];
+                                   for (int i = 1; i < k; ++i) {
+                                       if (kind <= 1) a += x[i];
+                                       else if (std::isnan(x[i]) || std::isnan(a)) a = NAN;
+                                       else a = kind == 2 ? std::max(a, x[i]) : std::min(a, x[i]);
+                                   }
+                                   return kind == 1 ? a / k : a;
+                               },
+                               [kind, k](const int64_t* x) {
+                                   int64_t a = x[0];
+                                   for (int i = 1; i < k; ++i)
+                                       a = kind <= 1 ? a + x[i] : (kind == 2 ? std::max(a, x[i]) : std::min(a, x[i]));
+                                   return kind == 1 ? a / k : a;
+                               }));
         };
         d.lower = [kind](Lc& c) {
             if (c.dtype(0) != DType::F32) c.fail_unsupported("device arithmetic on non-float tensors is not supported");
@@ -325,7 +403,8 @@ void register_binary(Registry& r) {
                     acc = c.binary(LowerCtx::Bin::Add, acc, sacc, y, sy);
                 } else if (c.is_const(i) && c.cval(i).numel() == 1 && so == sacc) {
                     float v = float(c.cval(i).getf(0));
-                    acc = kind == 2 ? G(c.b, ggml_clamp, c.cont(acc), v, INFINITY) : G(c.b, ggml_clamp, c.cont(acc), -INFINITY, v);
+                    acc = kind == 2 ? G(c.b, ggml_clamp, c.cont(acc), v, INFINITY)
+                                    : G(c.b, ggml_clamp, c.cont(acc), -INFINITY, v);
                 } else {  // exact elementwise max/min kernel on both operands broadcast
                     auto ne = to_ne(so);
                     ggml_tensor* a2 = c.cont(c.repeat_to(c.reshape(acc, align_rank(sacc, so.size())), ne));
@@ -341,7 +420,11 @@ void register_binary(Registry& r) {
         r.add(std::move(d));
     }
     // comparisons and logic: computed on the host (shape logic); no device kernels in ggml
-    struct Cmp { const char* op; std::function<bool(double, double)> f; ggml_custom2_op_t k; };
+    struct Cmp {
+        const char* op;
+        std::function<bool(double, double)> f;
+        ggml_custom2_op_t k;
+    };
     for (const Cmp& cm : {Cmp{"Equal", [](double a, double b) { return a == b; }, o2g::equal},
                           Cmp{"Less", [](double a, double b) { return a < b; }, o2g::less},
                           Cmp{"Greater", [](double a, double b) { return a > b; }, o2g::greater},
@@ -356,8 +439,9 @@ void register_binary(Registry& r) {
         d.infer = [](OpCtx& c) { c.set_out(0, DType::Bool, broadcast_all(c)); };
         auto f = cm.f;
         d.eval = [f](OpCtx& c) {
-            c.set_const(0, eval_elementwise(c, DType::Bool, [f](const double* v) { return double(f(v[0], v[1])); },
-                                            [f](const int64_t* v) { return int64_t(f(double(v[0]), double(v[1]))); }));
+            c.set_const(0, eval_elementwise(
+                               c, DType::Bool, [f](const double* v) { return double(f(v[0], v[1])); },
+                               [f](const int64_t* v) { return int64_t(f(double(v[0]), double(v[1]))); }));
         };
         auto k = cm.k;
         d.lower = [k](Lc& c) { c.set(0, custom_binary(c, k)); };
@@ -370,18 +454,20 @@ void register_binary(Registry& r) {
         d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(0), broadcast_all(c)); };
         d.eval = [](OpCtx& c) {
             bool fm = c.ai("fmod", 0) != 0;
-            c.set_const(0, eval_elementwise(c, c.dtype(0),
-                [fm](const double* v) {
-                    double m = std::fmod(v[0], v[1]);
-                    if (!fm && m != 0 && ((m < 0) != (v[1] < 0))) m += v[1];  // python-style sign of the divisor
-                    return m;
-                },
-                [fm](const int64_t* v) {
-                    if (v[1] == 0) return int64_t(0);
-                    int64_t m = v[0] % v[1];
-                    if (!fm && m != 0 && ((m < 0) != (v[1] < 0))) m += v[1];
-                    return m;
-                }));
+            c.set_const(0, eval_elementwise(
+                               c, c.dtype(0),
+                               [fm](const double* v) {
+                                   double m = std::fmod(v[0], v[1]);
+                                   if (!fm && m != 0 && ((m < 0) != (v[1] < 0)))
+                                       m += v[1];  // python-style sign of the divisor
+                                   return m;
+                               },
+                               [fm](const int64_t* v) {
+                                   if (v[1] == 0) return int64_t(0);
+                                   int64_t m = v[0] % v[1];
+                                   if (!fm && m != 0 && ((m < 0) != (v[1] < 0))) m += v[1];
+                                   return m;
+                               }));
         };
         d.lower = [](Lc& c) {
             if (c.ai("fmod", 0) == 0) c.fail_unsupported("integer Mod (fmod=0) on the device");
@@ -394,17 +480,20 @@ void register_binary(Registry& r) {
         d.op_type = "BitShift";
         d.min_inputs = 2;
         d.infer = [](OpCtx& c) {
-            if (dtype_is_float(c.dtype(0)) || c.dtype(0) == DType::Bool) c.fail("BitShift takes unsigned integers, got " + std::string(dtype_name(c.dtype(0))));
+            if (dtype_is_float(c.dtype(0)) || c.dtype(0) == DType::Bool)
+                c.fail("BitShift takes unsigned integers, got " + std::string(dtype_name(c.dtype(0))));
             c.set_out(0, c.dtype(0), broadcast_all(c));
         };
         d.eval = [](OpCtx& c) {
             std::string dir = c.as("direction", "");
             if (dir != "LEFT" && dir != "RIGHT") c.fail("direction must be LEFT or RIGHT, got '" + dir + "'");
             bool left = dir == "LEFT";
-            c.set_const(0, eval_elementwise(c, c.dtype(0), [](const double*) { return 0.0; }, [left](const int64_t* v) {
-                uint64_t x = uint64_t(v[0]), n = uint64_t(v[1]);
-                return int64_t(n >= 64 ? 0 : left ? x << n : x >> n);
-            }));
+            c.set_const(0, eval_elementwise(
+                               c, c.dtype(0), [](const double*) { return 0.0; },
+                               [left](const int64_t* v) {
+                                   uint64_t x = uint64_t(v[0]), n = uint64_t(v[1]);
+                                   return int64_t(n >= 64 ? 0 : left ? x << n : x >> n);
+                               }));
         };
         r.add(std::move(d));
     }
@@ -415,13 +504,14 @@ void register_binary(Registry& r) {
         d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(1), broadcast_all(c)); };
         d.lower = [](Lc& c) {
             for (int i = 0; i < 3; ++i) require_float(c, i);
-            c.set(0, G(c.b, ggml_map_custom3, expand_to_out(c, 0), expand_to_out(c, 1), expand_to_out(c, 2), o2g::where, GGML_N_TASKS_MAX, nullptr));
+            c.set(0, G(c.b, ggml_map_custom3, expand_to_out(c, 0), expand_to_out(c, 1), expand_to_out(c, 2), o2g::where,
+                       GGML_N_TASKS_MAX, nullptr));
         };
         d.eval = [](OpCtx& c) {
             bool flt = dtype_is_float(c.dtype(1));
-            c.set_const(0, eval_elementwise(c, c.dtype(1),
-                [](const double* v) { return v[0] != 0 ? v[1] : v[2]; },
-                flt ? IntFn(nullptr) : IntFn([](const int64_t* v) { return v[0] != 0 ? v[1] : v[2]; })));
+            c.set_const(0, eval_elementwise(
+                               c, c.dtype(1), [](const double* v) { return v[0] != 0 ? v[1] : v[2]; },
+                               flt ? IntFn(nullptr) : IntFn([](const int64_t* v) { return v[0] != 0 ? v[1] : v[2]; })));
         };
         r.add(std::move(d));
     }
@@ -496,7 +586,9 @@ void register_clip_cast(Registry& r) {
             bool flt = dtype_is_float(x.dtype);
             for (int64_t i = 0; i < t.numel(); ++i) {
                 if (flt) t.setf(i, std::min(std::max(x.getf(i), lo), hi));
-                else t.seti(i, std::min(std::max(x.geti(i), int64_t(std::max(lo, -9.2e18))), int64_t(std::min(hi, 9.2e18))));
+                else
+                    t.seti(i, std::min(std::max(x.geti(i), int64_t(std::max(lo, -9.2e18))),
+                                       int64_t(std::min(hi, 9.2e18))));
             }
             c.set_const(0, t);
         };
@@ -505,8 +597,9 @@ void register_clip_cast(Registry& r) {
             bounds(c, lo, hi);
             ggml_tensor* x = c.xc(0);
             c.set(0, activation_in_place(c, x, [&](bool in_place) {
-                return in_place ? G(c.b, ggml_clamp_inplace, x, float(lo), float(hi)) : G(c.b, ggml_clamp, x, float(lo), float(hi));
-            }));
+                      return in_place ? G(c.b, ggml_clamp_inplace, x, float(lo), float(hi))
+                                      : G(c.b, ggml_clamp, x, float(lo), float(hi));
+                  }));
         };
         r.add(std::move(d));
     }
@@ -515,7 +608,8 @@ void register_clip_cast(Registry& r) {
         d.op_type = "Cast";
         auto target = [](OpCtx& c) {
             int64_t to = c.node().op_type == "CastLike" ? int64_t(c.dtype(1)) : c.ai("to", 0);
-            if (!dtype_known(int(to)) && to != int64_t(DType::String)) c.fail_unsupported("Cast to data type " + std::to_string(to) + " is not supported");
+            if (!dtype_known(int(to)) && to != int64_t(DType::String))
+                c.fail_unsupported("Cast to data type " + std::to_string(to) + " is not supported");
             return DType(to);
         };
         d.string_inputs = true;  // to and from string: folded (string tensors are host values)
@@ -528,13 +622,16 @@ void register_clip_cast(Registry& r) {
             const Tensor& x = c.cval(0);
             // compare's float64 host reference (Graph::float64): float32 stands for float64, so a cast to
             // float32 does not round, and a cast to string writes float32's shortest digits, as the model's would
-            if (c.graph().float64 && x.dtype == DType::F64 && to == DType::String) return c.set_const(0, x.cast(DType::F32).cast(to));
+            if (c.graph().float64 && x.dtype == DType::F64 && to == DType::String)
+                return c.set_const(0, x.cast(DType::F32).cast(to));
             c.set_const(0, x.cast(c.graph().float64 && to == DType::F32 ? DType::F64 : to));
         };
         d.lower = [target](Lc& c) {
             DType from = c.dtype(0), to = target(c);
             bool same_device_type = ggml_type_for(from) != GGML_TYPE_COUNT && ggml_type_for(from) == ggml_type_for(to);
-            if (!same_device_type) c.fail_unsupported(std::string("Cast from ") + dtype_name(from) + " to " + dtype_name(to) + " on the device is not supported");
+            if (!same_device_type)
+                c.fail_unsupported(std::string("Cast from ") + dtype_name(from) + " to " + dtype_name(to) +
+                                   " on the device is not supported");
             c.set(0, c.x(0));
         };
         OpDef like = d;

@@ -14,7 +14,6 @@ namespace {
 
 using Lc = LowerCtx;
 
-
 // flat source index of every output element of GatherElements / GatherND
 std::vector<int64_t> gather_elements_index(OpCtx& c) {
     const Shape& s = c.shape(0);
@@ -31,7 +30,10 @@ std::vector<int64_t> gather_elements_index(OpCtx& c) {
         int64_t f = 0;
         for (size_t k = 0; k < is.size(); ++k) f += (int(k) == a ? v : pos[k]) * st[k];
         r[e] = f;
-        for (int k = int(is.size()) - 1; k >= 0; --k) { if (++pos[k] < is[k]) break; pos[k] = 0; }
+        for (int k = int(is.size()) - 1; k >= 0; --k) {
+            if (++pos[k] < is[k]) break;
+            pos[k] = 0;
+        }
     }
     return r;
 }
@@ -41,7 +43,8 @@ Shape gather_nd_shape(OpCtx& c) {
     const Shape& is = c.shape(1);
     int64_t b = c.ai("batch_dims", 0);
     if (is.empty() || s.empty()) c.fail("GatherND needs data and indices of rank >= 1");
-    if (b < 0 || b >= int64_t(std::min(s.size(), is.size()))) c.fail("batch_dims " + std::to_string(b) + " is out of range");
+    if (b < 0 || b >= int64_t(std::min(s.size(), is.size())))
+        c.fail("batch_dims " + std::to_string(b) + " is out of range");
     for (int64_t i = 0; i < b; ++i)
         if (s[size_t(i)] != is[size_t(i)]) c.fail("data and indices differ in batch dim " + std::to_string(i));
     int64_t k = is.back();
@@ -64,7 +67,10 @@ std::vector<int64_t> gather_nd_index(OpCtx& c) {
     std::vector<int64_t> r;
     for (int64_t q = 0; q < nidx; ++q) {
         int64_t batch = q / std::max<int64_t>(per_batch, 1), f = 0, rem = batch;
-        for (int64_t i = b - 1; i >= 0; --i) { f += (rem % s[i]) * st[i]; rem /= s[i]; }
+        for (int64_t i = b - 1; i >= 0; --i) {
+            f += (rem % s[i]) * st[i];
+            rem /= s[i];
+        }
         for (int64_t j = 0; j < k; ++j) {
             int64_t v = idx[q * k + j], d = s[b + j];
             if (v < -d || v >= d) c.fail("index " + std::to_string(v) + " out of range");
@@ -89,11 +95,16 @@ std::function<int64_t(const std::vector<int64_t>&)> reverse_sequence_source(OpCt
     const Shape& s = c.shape(0);
     if (s.size() < 2) c.fail("input must have rank >= 2, got " + shape_str(s));
     int64_t bax = c.ai("batch_axis", 1), tax = c.ai("time_axis", 0);
-    if ((bax != 0 && bax != 1) || (tax != 0 && tax != 1) || bax == tax) c.fail("batch_axis and time_axis must be 0 and 1 (either order)");
+    if ((bax != 0 && bax != 1) || (tax != 0 && tax != 1) || bax == tax)
+        c.fail("batch_axis and time_axis must be 0 and 1 (either order)");
     auto lens = c.cints(1);
-    if (int64_t(lens.size()) != s[size_t(bax)]) c.fail("sequence_lens has " + std::to_string(lens.size()) + " values for a batch of " + std::to_string(s[size_t(bax)]));
+    if (int64_t(lens.size()) != s[size_t(bax)])
+        c.fail("sequence_lens has " + std::to_string(lens.size()) + " values for a batch of " +
+               std::to_string(s[size_t(bax)]));
     for (int64_t L : lens)
-        if (L < 0 || L > s[size_t(tax)]) c.fail("sequence length " + std::to_string(L) + " is out of range [0, " + std::to_string(s[size_t(tax)]) + "]");
+        if (L < 0 || L > s[size_t(tax)])
+            c.fail("sequence length " + std::to_string(L) + " is out of range [0, " + std::to_string(s[size_t(tax)]) +
+                   "]");
     auto st = strides_of(s);
     return [lens, st, bax, tax](const std::vector<int64_t>& pos) {
         std::vector<int64_t> q = pos;
@@ -123,7 +134,8 @@ O2G_OP_FAMILY(gather) {
             int a = c.axis(c.ai("axis", 0), int(s.size()));
             std::vector<int64_t> idx = c.cints(1);
             for (auto& v : idx) {
-                if (v < -s[a] || v >= s[a]) c.fail("index " + std::to_string(v) + " is out of range for axis dim " + std::to_string(s[a]));
+                if (v < -s[a] || v >= s[a])
+                    c.fail("index " + std::to_string(v) + " is out of range for axis dim " + std::to_string(s[a]));
                 if (v < 0) v += s[a];
             }
             return idx;
@@ -143,16 +155,21 @@ O2G_OP_FAMILY(gather) {
             Tensor t = Tensor::zeros(c.dtype(0), o);
             size_t es = dtype_size(t.dtype);
             const Tensor& x = c.cval(0);
-            if (inner == 0) { c.set_const(0, t); return; }
+            if (inner == 0) {
+                c.set_const(0, t);
+                return;
+            }
             for (int64_t q = 0; q < outer; ++q)
                 for (int64_t k = 0; k < n; ++k)
-                    std::memcpy(t.data() + size_t((q * n + k) * inner) * es, x.data() + size_t((q * s[a] + idx[k]) * inner) * es, size_t(inner) * es);
+                    std::memcpy(t.data() + size_t((q * n + k) * inner) * es,
+                                x.data() + size_t((q * s[a] + idx[k]) * inner) * es, size_t(inner) * es);
             c.set_const(0, t);
         };
         d.lower = [out_shape, norm_indices](Lc& c) {
             const Shape& s = c.shape(0);
             int a = c.axis(c.ai("axis", 0), int(s.size()));
-            if (c.dtype(0) != DType::F32) c.fail_unsupported(std::string("Gather of ") + dtype_name(c.dtype(0)) + " data on the device");
+            if (c.dtype(0) != DType::F32)
+                c.fail_unsupported(std::string("Gather of ") + dtype_name(c.dtype(0)) + " data on the device");
             Shape o = out_shape(c);
             if (c.is_const(1)) {
                 Shape flat_s = s;
@@ -164,14 +181,17 @@ O2G_OP_FAMILY(gather) {
             // device indices (e.g. token ids): rows of a table gathered along axis 0
             int64_t outer = 1;
             for (int i = 0; i < a; ++i) outer *= s[i];
-            if (outer != 1) c.fail_unsupported("Gather with runtime indices is only supported along the outermost axis");
+            if (outer != 1)
+                c.fail_unsupported("Gather with runtime indices is only supported along the outermost axis");
             // ggml_get_rows needs indices in [0, dim): runtime indices must come straight from a graph
             // input, whose values are range-checked (and negatives wrapped) when they are uploaded
             auto& gin = c.graph().inputs;
             auto pos = std::find(gin.begin(), gin.end(), c.node().inputs[1]);
-            if (pos == gin.end()) c.fail_unsupported("Gather with indices computed at runtime (they must be constants or a graph input)");
+            if (pos == gin.end())
+                c.fail_unsupported("Gather with indices computed at runtime (they must be constants or a graph input)");
             int64_t& bound = c.b.index_bound[pos - gin.begin()];
-            if (bound && bound != s[a]) c.fail_unsupported("graph input '" + c.in(1).name + "' indexes dims of different sizes");
+            if (bound && bound != s[a])
+                c.fail_unsupported("graph input '" + c.in(1).name + "' indexes dims of different sizes");
             bound = s[a];
             int64_t inner = 1;
             for (size_t i = a + 1; i < s.size(); ++i) inner *= s[i];
@@ -258,7 +278,8 @@ O2G_OP_FAMILY(gather) {
             int a = c.axis(c.cval(1).geti(0), rk);
             bool excl = c.ai("exclusive", 0) != 0, rev = c.ai("reverse", 0) != 0;
             std::vector<int64_t> perm;
-            for (int i = 0; i < rk; ++i) if (i != a) perm.push_back(i);
+            for (int i = 0; i < rk; ++i)
+                if (i != a) perm.push_back(i);
             perm.push_back(a);
             Shape ps;
             for (auto v : perm) ps.push_back(s[v]);
@@ -291,10 +312,18 @@ O2G_OP_FAMILY(gather) {
             int64_t dim = has_axis ? s[axis] : shape_numel(s);
             for (int64_t k = 0; k < std::min<int64_t>(dim, int64_t(cond.size())); ++k)
                 if (cond[k]) keep.push_back(k);
-            if (has_axis) { out = s; out[axis] = int64_t(keep.size()); }
-            else out = {int64_t(keep.size())};
+            if (has_axis) {
+                out = s;
+                out[axis] = int64_t(keep.size());
+            } else out = {int64_t(keep.size())};
         };
-        d.infer = [plan](OpCtx& c) { int a; std::vector<int64_t> k; Shape o; plan(c, a, k, o); c.set_out(0, c.dtype(0), o); };
+        d.infer = [plan](OpCtx& c) {
+            int a;
+            std::vector<int64_t> k;
+            Shape o;
+            plan(c, a, k, o);
+            c.set_out(0, c.dtype(0), o);
+        };
         d.eval = [plan](OpCtx& c) {
             int a;
             std::vector<int64_t> keep;
@@ -303,11 +332,11 @@ O2G_OP_FAMILY(gather) {
             bool has_axis = c.has_attr("axis");
             auto st = strides_of(c.shape(0));
             c.set_const(0, remap(c.cval(0), o, [&](const std::vector<int64_t>& i) {
-                if (!has_axis) return keep[size_t(i[0])];
-                std::vector<int64_t> q = i;
-                q[size_t(a)] = keep[size_t(i[size_t(a)])];
-                return flat(q, st);
-            }));
+                            if (!has_axis) return keep[size_t(i[0])];
+                            std::vector<int64_t> q = i;
+                            q[size_t(a)] = keep[size_t(i[size_t(a)])];
+                            return flat(q, st);
+                        }));
         };
         d.lower = [plan](Lc& c) {
             require_float(c, 0);

@@ -13,7 +13,8 @@ namespace {
 int64_t topk_k(OpCtx& c) {
     int64_t k = c.opset() < 10 ? c.ai("k", -1) : c.cval(1).geti(0);
     int a = c.axis(c.ai("axis", -1), c.rank(0));
-    if (k < 0 || k > c.shape(0)[a]) c.fail("k = " + std::to_string(k) + " is out of range for axis size " + std::to_string(c.shape(0)[a]));
+    if (k < 0 || k > c.shape(0)[a])
+        c.fail("k = " + std::to_string(k) + " is out of range for axis size " + std::to_string(c.shape(0)[a]));
     return k;
 }
 
@@ -64,7 +65,8 @@ void register_topk(Registry& r) {
 // out = data with `updates` written (or combined by `reduction`) at element index `dst[e]`.
 Tensor scatter_into(OpCtx& c, const Tensor& data, const Tensor& upd, const std::vector<int64_t>& dst, int64_t block) {
     std::string red = c.as("reduction", "none");
-    if (red != "none" && red != "add" && red != "mul" && red != "max" && red != "min") c.fail("unknown reduction '" + red + "'");
+    if (red != "none" && red != "add" && red != "mul" && red != "max" && red != "min")
+        c.fail("unknown reduction '" + red + "'");
     Tensor out = Tensor::zeros(data.dtype, data.shape);
     std::copy(data.data(), data.data() + data.nbytes(), out.data());
     bool is_int = !dtype_is_float(data.dtype);
@@ -73,10 +75,18 @@ Tensor scatter_into(OpCtx& c, const Tensor& data, const Tensor& upd, const std::
             int64_t o = dst[e] * block + j, u = int64_t(e) * block + j;
             if (is_int) {
                 int64_t a = out.geti(o), b = upd.geti(u);
-                out.seti(o, red == "add" ? a + b : red == "mul" ? a * b : red == "max" ? std::max(a, b) : red == "min" ? std::min(a, b) : b);
+                out.seti(o, red == "add"   ? a + b
+                            : red == "mul" ? a * b
+                            : red == "max" ? std::max(a, b)
+                            : red == "min" ? std::min(a, b)
+                                           : b);
             } else {
                 double a = out.getf(o), b = upd.getf(u);
-                out.setf(o, red == "add" ? a + b : red == "mul" ? a * b : red == "max" ? std::max(a, b) : red == "min" ? std::min(a, b) : b);
+                out.setf(o, red == "add"   ? a + b
+                            : red == "mul" ? a * b
+                            : red == "max" ? std::max(a, b)
+                            : red == "min" ? std::min(a, b)
+                                           : b);
             }
         }
     return out;
@@ -89,7 +99,8 @@ void register_scatter(Registry& r) {
         d.min_inputs = 3;
         d.infer = [](OpCtx& c) {
             require_index(c, 1);
-            if (c.rank(1) != c.rank(0) || c.shape(2) != c.shape(1)) c.fail("indices and updates must have one shape, of the data's rank");
+            if (c.rank(1) != c.rank(0) || c.shape(2) != c.shape(1))
+                c.fail("indices and updates must have one shape, of the data's rank");
             c.set_out(0, c.dtype(0), c.shape(0));
         };
         d.eval = [](OpCtx& c) {
@@ -101,12 +112,16 @@ void register_scatter(Registry& r) {
             std::vector<int64_t> dst(idx.size()), pos(is.size(), 0);
             for (size_t e = 0; e < idx.size(); ++e) {
                 int64_t v = idx[e];
-                if (v < -s[a] || v >= s[a]) c.fail("index " + std::to_string(v) + " is out of range for axis size " + std::to_string(s[a]));
+                if (v < -s[a] || v >= s[a])
+                    c.fail("index " + std::to_string(v) + " is out of range for axis size " + std::to_string(s[a]));
                 if (v < 0) v += s[a];
                 int64_t f = 0;
                 for (size_t k = 0; k < is.size(); ++k) f += (int(k) == a ? v : pos[k]) * st[k];
                 dst[e] = f;
-                for (int k = int(is.size()) - 1; k >= 0; --k) { if (++pos[k] < is[k]) break; pos[k] = 0; }
+                for (int k = int(is.size()) - 1; k >= 0; --k) {
+                    if (++pos[k] < is[k]) break;
+                    pos[k] = 0;
+                }
             }
             c.set_const(0, scatter_into(c, c.cval(0), c.cval(2), dst, 1));
         };
@@ -134,7 +149,8 @@ void register_scatter(Registry& r) {
             int64_t f = 0;
             for (int64_t j = 0; j < k; ++j) {
                 int64_t v = idx[e * size_t(k) + size_t(j)];
-                if (v < -s[j] || v >= s[j]) c.fail("index " + std::to_string(v) + " is out of range for dim size " + std::to_string(s[j]));
+                if (v < -s[j] || v >= s[j])
+                    c.fail("index " + std::to_string(v) + " is out of range for dim size " + std::to_string(s[j]));
                 f = f * s[j] + (v < 0 ? v + s[j] : v);
             }
             dst[e] = f;
@@ -182,7 +198,10 @@ void register_value_shaped(Registry& r) {
     d.op_type = "Unique";
     d.host_inputs = {0};
     // slices along `axis` (the flattened elements without it), compared lexicographically
-    struct Slices { int64_t n = 0, outer = 1, inner = 1; std::vector<std::vector<double>> v; };
+    struct Slices {
+        int64_t n = 0, outer = 1, inner = 1;
+        std::vector<std::vector<double>> v;
+    };
     auto slices = [](OpCtx& c) {
         const Tensor& x = c.cval(0);
         Slices sl;
@@ -202,14 +221,17 @@ void register_value_shaped(Registry& r) {
         return sl;
     };
     // unique slice ids in output order, and for every slice the output slot it maps to
-    auto uniq = [slices](OpCtx& c, Slices& sl, std::vector<int64_t>& first, std::vector<int64_t>& inverse, std::vector<int64_t>& counts) {
+    auto uniq = [slices](OpCtx& c, Slices& sl, std::vector<int64_t>& first, std::vector<int64_t>& inverse,
+                         std::vector<int64_t>& counts) {
         sl = slices(c);
         std::vector<int64_t> order(static_cast<size_t>(sl.n), 0);
         std::iota(order.begin(), order.end(), 0);
-        std::stable_sort(order.begin(), order.end(), [&](int64_t p, int64_t q) { return sl.v[size_t(p)] < sl.v[size_t(q)]; });
+        std::stable_sort(order.begin(), order.end(),
+                         [&](int64_t p, int64_t q) { return sl.v[size_t(p)] < sl.v[size_t(q)]; });
         std::vector<int64_t> group(size_t(sl.n));
         for (size_t k = 0; k < order.size(); ++k) {
-            if (k == 0 || sl.v[size_t(order[k])] != sl.v[size_t(order[k - 1])]) first.push_back(order[k]);  // stable: lowest index
+            if (k == 0 || sl.v[size_t(order[k])] != sl.v[size_t(order[k - 1])])
+                first.push_back(order[k]);  // stable: lowest index
             group[size_t(order[k])] = int64_t(first.size()) - 1;
         }
         std::vector<int64_t> slot(first.size());
@@ -217,9 +239,11 @@ void register_value_shaped(Registry& r) {
         if (c.ai("sorted", 1) == 0) {  // order of first occurrence
             std::vector<int64_t> by_first(first.size());
             std::iota(by_first.begin(), by_first.end(), 0);
-            std::sort(by_first.begin(), by_first.end(), [&](int64_t p, int64_t q) { return first[size_t(p)] < first[size_t(q)]; });
+            std::sort(by_first.begin(), by_first.end(),
+                      [&](int64_t p, int64_t q) { return first[size_t(p)] < first[size_t(q)]; });
             std::vector<int64_t> f2;
-            for (size_t k = 0; k < by_first.size(); ++k) slot[size_t(by_first[k])] = int64_t(k), f2.push_back(first[size_t(by_first[k])]);
+            for (size_t k = 0; k < by_first.size(); ++k)
+                slot[size_t(by_first[k])] = int64_t(k), f2.push_back(first[size_t(by_first[k])]);
             first = f2;
         }
         counts.assign(first.size(), 0);
@@ -259,7 +283,8 @@ void register_value_shaped(Registry& r) {
             for (int64_t o = 0; o < sl.outer; ++o)
                 for (int64_t i = 0; i < sl.inner; ++i) {
                     int64_t src = (o * sl.n + first[size_t(k)]) * sl.inner + i, dst = (o * u + k) * sl.inner + i;
-                    std::copy(x.data() + size_t(src) * es, x.data() + size_t(src + 1) * es, y.data() + size_t(dst) * es);
+                    std::copy(x.data() + size_t(src) * es, x.data() + size_t(src + 1) * es,
+                              y.data() + size_t(dst) * es);
                 }
         c.set_const(0, y);
         auto put = [&](int i, const std::vector<int64_t>& v) {

@@ -60,7 +60,8 @@ ggml_tensor* matmul(Lc& c, int ia, int ib, Shape sa, Shape sb, bool trans_a, boo
     if (trans_a) std::swap(sa[sa.size() - 1], sa[sa.size() - 2]);
     // batch broadcast: y must cover the full batch; x broadcasts inside ggml_mul_mat
     Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2), bo;
-    if (!broadcast_shapes(ba, bb, bo)) c.fail("batch dims " + shape_str(ba) + " and " + shape_str(bb) + " cannot be broadcast");
+    if (!broadcast_shapes(ba, bb, bo))
+        c.fail("batch dims " + shape_str(ba) + " and " + shape_str(bb) + " cannot be broadcast");
     if (bo.size() > 2) c.fail_unsupported("MatMul with more than 2 batch dims");
     Shape full_a = bo;
     full_a.push_back(sa[sa.size() - 2]);
@@ -88,7 +89,8 @@ void register_matmul_gemm(Registry& r) {
                 for (int64_t i = 0; i < m.M; ++i)
                     for (int64_t j = 0; j < m.N; ++j) {
                         double acc = 0;
-                        for (int64_t k = 0; k < m.K; ++k) acc += A.getf((oa * m.M + i) * m.K + k) * B.getf((ob * m.K + k) * m.N + j);
+                        for (int64_t k = 0; k < m.K; ++k)
+                            acc += A.getf((oa * m.M + i) * m.K + k) * B.getf((ob * m.K + k) * m.N + j);
                         t.setf((bi * m.M + i) * m.N + j, acc);
                     }
             });
@@ -124,13 +126,15 @@ void register_matmul_gemm(Registry& r) {
             if (C) {
                 cs = align_rank(c.shape(2), 2);
                 if (c.shape(2).size() > 2 || (cs[0] != 1 && cs[0] != M) || (cs[1] != 1 && cs[1] != N))
-                    c.fail("C of shape " + shape_str(c.shape(2)) + " does not broadcast to [" + std::to_string(M) + ", " + std::to_string(N) + "]");
+                    c.fail("C of shape " + shape_str(c.shape(2)) + " does not broadcast to [" + std::to_string(M) +
+                           ", " + std::to_string(N) + "]");
             }
             Tensor t = Tensor::zeros(c.out(0).dtype, {M, N});
             for (int64_t i = 0; i < M; ++i)
                 for (int64_t j = 0; j < N; ++j) {
                     double acc = 0;
-                    for (int64_t k = 0; k < K; ++k) acc += A.getf(ta ? k * M + i : i * K + k) * B.getf(tb ? j * K + k : k * N + j);
+                    for (int64_t k = 0; k < K; ++k)
+                        acc += A.getf(ta ? k * M + i : i * K + k) * B.getf(tb ? j * K + k : k * N + j);
                     double y = alpha * acc;
                     if (C && beta != 0) y += beta * C->getf((cs[0] == 1 ? 0 : i) * cs[1] + (cs[1] == 1 ? 0 : j));
                     t.setf(i * N + j, y);
@@ -138,7 +142,9 @@ void register_matmul_gemm(Registry& r) {
             c.set_const(0, t);
         };
         d.fold_limit = 1 << 16;
-        d.work = [](OpCtx& c) { return double(shape_numel(c.out(0).shape)) * double(c.shape(0)[c.ai("transA", 0) ? 0 : 1]); };
+        d.work = [](OpCtx& c) {
+            return double(shape_numel(c.out(0).shape)) * double(c.shape(0)[c.ai("transA", 0) ? 0 : 1]);
+        };
         d.lower = [](Lc& c) {
             bool ta = c.ai("transA", 0) != 0, tb = c.ai("transB", 0) != 0;
             float alpha = c.af("alpha", 1.0f), beta = c.af("beta", 1.0f);
@@ -163,7 +169,8 @@ struct Einsum {
 
 Einsum parse_einsum(OpCtx& c) {
     std::string eq;
-    for (char ch : c.as("equation", "")) if (ch != ' ') eq += ch;
+    for (char ch : c.as("equation", ""))
+        if (ch != ' ') eq += ch;
     Einsum e;
     size_t arrow = eq.find("->");
     std::string lhs = eq.substr(0, arrow);
@@ -174,12 +181,18 @@ Einsum parse_einsum(OpCtx& c) {
         if (q == std::string::npos) break;
         p = q + 1;
     }
-    if (int(terms.size()) != c.nin()) c.fail("equation '" + eq + "' has " + std::to_string(terms.size()) + " operands for " + std::to_string(c.nin()) + " inputs");
+    if (int(terms.size()) != c.nin())
+        c.fail("equation '" + eq + "' has " + std::to_string(terms.size()) + " operands for " +
+               std::to_string(c.nin()) + " inputs");
     auto letters = [&](const std::string& t) {
         int64_t n = 0;
         for (size_t i = 0; i < t.size(); ++i) {
-            if (t.compare(i, 3, "...") == 0) { i += 2; continue; }
-            if (!std::isalpha(static_cast<unsigned char>(t[i]))) c.fail("equation '" + eq + "': bad label '" + std::string(1, t[i]) + "'");
+            if (t.compare(i, 3, "...") == 0) {
+                i += 2;
+                continue;
+            }
+            if (!std::isalpha(static_cast<unsigned char>(t[i])))
+                c.fail("equation '" + eq + "': bad label '" + std::string(1, t[i]) + "'");
             ++n;
         }
         return n;
@@ -190,7 +203,8 @@ Einsum parse_einsum(OpCtx& c) {
         int64_t rank = c.rank(int(i)), n = letters(terms[i]);
         bool has = terms[i].find("...") != std::string::npos;
         ell[i] = rank - n;
-        if (ell[i] < 0 || (!has && ell[i] != 0)) c.fail("equation term '" + terms[i] + "' does not match input rank " + std::to_string(rank));
+        if (ell[i] < 0 || (!has && ell[i] != 0))
+            c.fail("equation term '" + terms[i] + "' does not match input rank " + std::to_string(rank));
         E = std::max(E, ell[i]);
     }
     if (E > 10) c.fail_unsupported("Einsum with more than 10 ellipsis dims");
@@ -215,7 +229,9 @@ Einsum parse_einsum(OpCtx& c) {
             count[l]++;
             auto it = e.dim.find(l);
             if (it == e.dim.end() || it->second == 1) e.dim[l] = s[p];
-            else if (s[p] != 1 && s[p] != it->second) c.fail("label '" + std::string(1, l) + "' has sizes " + std::to_string(it->second) + " and " + std::to_string(s[p]));
+            else if (s[p] != 1 && s[p] != it->second)
+                c.fail("label '" + std::string(1, l) + "' has sizes " + std::to_string(it->second) + " and " +
+                       std::to_string(s[p]));
         }
     }
     if (arrow != std::string::npos) {
@@ -251,7 +267,8 @@ void register_einsum(Registry& r) {
         auto fill = [&](size_t k, const std::string& lab, const Shape& s) {
             auto st = strides_of(s);
             for (size_t p = 0; p < lab.size(); ++p)
-                if (s[p] != 1) stride[k][size_t(std::find(labels.begin(), labels.end(), lab[p]) - labels.begin())] += st[p];
+                if (s[p] != 1)
+                    stride[k][size_t(std::find(labels.begin(), labels.end(), lab[p]) - labels.begin())] += st[p];
         };
         std::vector<Tensor> ins;
         for (size_t k = 0; k < n; ++k) {
@@ -293,7 +310,8 @@ void register_det(Registry& r) {
     d.op_type = "Det";
     d.infer = [](OpCtx& c) {
         const Shape& s = c.shape(0);
-        if (s.size() < 2 || s[s.size() - 1] != s[s.size() - 2]) c.fail("input must be [..., M, M], got " + shape_str(s));
+        if (s.size() < 2 || s[s.size() - 1] != s[s.size() - 2])
+            c.fail("input must be [..., M, M], got " + shape_str(s));
         c.set_out(0, c.dtype(0), Shape(s.begin(), s.end() - 2));
     };
     d.work = [](OpCtx& c) { return double(shape_numel(c.shape(0))) * double(c.shape(0).back()); };
@@ -310,7 +328,10 @@ void register_det(Registry& r) {
                 int64_t piv = col;
                 for (int64_t i = col + 1; i < m; ++i)
                     if (std::fabs(a[size_t(i * m + col)]) > std::fabs(a[size_t(piv * m + col)])) piv = i;
-                if (a[size_t(piv * m + col)] == 0) { det = 0; break; }
+                if (a[size_t(piv * m + col)] == 0) {
+                    det = 0;
+                    break;
+                }
                 if (piv != col) {
                     for (int64_t j = 0; j < m; ++j) std::swap(a[size_t(piv * m + j)], a[size_t(col * m + j)]);
                     det = -det;

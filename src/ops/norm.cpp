@@ -14,8 +14,8 @@ namespace {
 
 // (x - mean) / sqrt(var + eps) of each of `rows` contiguous rows of n values, in double; the rows'
 // means and 1 / sqrt(var + eps) into mean and inv when given.
-std::vector<double> normalize_rows(const Tensor& x, int64_t rows, int64_t n, double eps, std::vector<double>* mean = nullptr,
-                                   std::vector<double>* invstd = nullptr) {
+std::vector<double> normalize_rows(const Tensor& x, int64_t rows, int64_t n, double eps,
+                                   std::vector<double>* mean = nullptr, std::vector<double>* invstd = nullptr) {
     std::vector<double> y(size_t(rows * n));
     if (mean) mean->resize(size_t(rows));
     if (invstd) invstd->resize(size_t(rows));
@@ -41,7 +41,8 @@ using Lc = LowerCtx;
 void lower_group_norm(Lc& c, ggml_tensor* gamma, ggml_tensor* beta) {
     const Shape& s = c.shape(0);
     int64_t N = s[0], C = s[1], S = shape_numel(s) / std::max<int64_t>(1, N * C);
-    ggml_tensor* gn = G(c.b, ggml_group_norm, c.reshape(c.x(0), {N, C, 1, S}), int(c.ai("num_groups", 1)), c.af("epsilon", 1e-5f));
+    ggml_tensor* gn =
+        G(c.b, ggml_group_norm, c.reshape(c.x(0), {N, C, 1, S}), int(c.ai("num_groups", 1)), c.af("epsilon", 1e-5f));
     bool in_place = !c.graph_output(0);  // a graph output owns its memory
     ggml_tensor* y = gn;
     if (gamma) y = in_place ? G(c.b, ggml_mul_inplace, y, gamma) : G(c.b, ggml_mul, y, gamma);
@@ -62,7 +63,8 @@ O2G_OP_FAMILY(norm) {
             bool training = c.ai("training_mode", 0) != 0;
             for (int i = 1; i < c.nout(); ++i)
                 if (c.has_out(i)) {
-                    if (!training || c.opset() < 14) c.fail_unsupported("BatchNormalization outputs of opset < 14 training (saved mean/var)");
+                    if (!training || c.opset() < 14)
+                        c.fail_unsupported("BatchNormalization outputs of opset < 14 training (saved mean/var)");
                     c.set_out(i, c.dtype(3), c.shape(3));
                 }
             infer_same(c);
@@ -71,13 +73,15 @@ O2G_OP_FAMILY(norm) {
         // running statistics updated with `momentum`; evaluation mode with the given ones
         d.eval = [](OpCtx& c) {
             const Shape& xs = c.shape(0);
-            int64_t C = xs.size() > 1 ? xs[1] : 1, N = xs.empty() ? 1 : xs[0], sp = shape_numel(xs) / std::max<int64_t>(1, N * C);
+            int64_t C = xs.size() > 1 ? xs[1] : 1, N = xs.empty() ? 1 : xs[0],
+                    sp = shape_numel(xs) / std::max<int64_t>(1, N * C);
             const Tensor &x = c.cval(0), &sc = c.cval(1), &bi = c.cval(2), &mu = c.cval(3), &var = c.cval(4);
             if (sc.numel() != C || bi.numel() != C || mu.numel() != C || var.numel() != C)
                 c.fail_unsupported("BatchNormalization with non per-channel parameters (legacy spatial=0)");
             bool training = c.ai("training_mode", 0) != 0;
             double eps = c.af("epsilon", 1e-5f), mom = c.af("momentum", 0.9f);
-            Tensor y = Tensor::zeros(x.dtype, xs), rm = Tensor::zeros(mu.dtype, mu.shape), rv = Tensor::zeros(var.dtype, var.shape);
+            Tensor y = Tensor::zeros(x.dtype, xs), rm = Tensor::zeros(mu.dtype, mu.shape),
+                   rv = Tensor::zeros(var.dtype, var.shape);
             for (int64_t ch = 0; ch < C; ++ch) {
                 double m = mu.getf(ch), v = var.getf(ch);
                 if (training) {
@@ -86,7 +90,8 @@ O2G_OP_FAMILY(norm) {
                         for (int64_t i = 0; i < sp; ++i) s1 += x.getf((n * C + ch) * sp + i);
                     double bm = s1 / double(N * sp);
                     for (int64_t n = 0; n < N; ++n)
-                        for (int64_t i = 0; i < sp; ++i) s2 += (x.getf((n * C + ch) * sp + i) - bm) * (x.getf((n * C + ch) * sp + i) - bm);
+                        for (int64_t i = 0; i < sp; ++i)
+                            s2 += (x.getf((n * C + ch) * sp + i) - bm) * (x.getf((n * C + ch) * sp + i) - bm);
                     double bv = s2 / double(N * sp);
                     rm.setf(ch, m * mom + bm * (1 - mom));
                     rv.setf(ch, v * mom + bv * (1 - mom));
@@ -94,7 +99,8 @@ O2G_OP_FAMILY(norm) {
                 }
                 double k = sc.getf(ch) / std::sqrt(v + eps);
                 for (int64_t n = 0; n < N; ++n)
-                    for (int64_t i = 0; i < sp; ++i) y.setf((n * C + ch) * sp + i, (x.getf((n * C + ch) * sp + i) - m) * k + bi.getf(ch));
+                    for (int64_t i = 0; i < sp; ++i)
+                        y.setf((n * C + ch) * sp + i, (x.getf((n * C + ch) * sp + i) - m) * k + bi.getf(ch));
             }
             c.set_const(0, y);
             if (c.has_out(1)) c.set_const(1, rm);
@@ -102,7 +108,8 @@ O2G_OP_FAMILY(norm) {
         };
         d.fold_limit = 1 << 16;
         d.lower = [](Lc& c) {
-            if (c.ai("training_mode", 0) != 0 || c.has_out(1) || c.has_out(2)) c.fail_unsupported("BatchNormalization in training mode has no ggml lowering");
+            if (c.ai("training_mode", 0) != 0 || c.has_out(1) || c.has_out(2))
+                c.fail_unsupported("BatchNormalization in training mode has no ggml lowering");
             double eps = c.af("epsilon", 1e-5f);
             const Tensor &sc = c.cval(1), &bi = c.cval(2), &mu = c.cval(3), &var = c.cval(4);
             int64_t C = c.shape(0).size() > 1 ? c.shape(0)[1] : 1;
@@ -134,11 +141,13 @@ O2G_OP_FAMILY(norm) {
             const Tensor &x = c.cval(0), &sc = c.cval(1), &bi = c.cval(2);
             const Shape& s = c.shape(0);
             int64_t C = s[1], rows = s[0] * C, sp = rows > 0 ? x.numel() / rows : 0;
-            if (sc.numel() != C || bi.numel() != C) c.fail("scale and B must have one value per channel (" + std::to_string(C) + ")");
+            if (sc.numel() != C || bi.numel() != C)
+                c.fail("scale and B must have one value per channel (" + std::to_string(C) + ")");
             std::vector<double> y = normalize_rows(x, rows, sp, c.af("epsilon", 1e-5f));
             Tensor t = Tensor::zeros(x.dtype, s);
             for (int64_t r = 0; r < rows; ++r)
-                for (int64_t i = 0; i < sp; ++i) t.setf(r * sp + i, y[size_t(r * sp + i)] * sc.getf(r % C) + bi.getf(r % C));
+                for (int64_t i = 0; i < sp; ++i)
+                    t.setf(r * sp + i, y[size_t(r * sp + i)] * sc.getf(r % C) + bi.getf(r % C));
             c.set_const(0, t);
         };
         d.lower = [](Lc& c) {
@@ -175,14 +184,16 @@ O2G_OP_FAMILY(norm) {
             auto param = [&](int i) {
                 Shape o;
                 if (c.rank(i) > int(qs.size()) || !broadcast_shapes(qs, c.shape(i), o) || o != qs)
-                    c.fail("input " + std::to_string(i) + " of shape " + shape_str(c.shape(i)) + " does not broadcast to " + shape_str(qs));
+                    c.fail("input " + std::to_string(i) + " of shape " + shape_str(c.shape(i)) +
+                           " does not broadcast to " + shape_str(qs));
                 return broadcast_host(c.cval(i), qs);
             };
             Tensor sc = param(1), bi = c.has(2) ? param(2) : Tensor();
             std::vector<double> m, inv, y = normalize_rows(x, p, q, c.af("epsilon", 1e-5f), &m, &inv);
             Tensor t = Tensor::zeros(x.dtype, s);
             for (int64_t r = 0; r < p; ++r)
-                for (int64_t j = 0; j < q; ++j) t.setf(r * q + j, y[size_t(r * q + j)] * sc.getf(j) + (c.has(2) ? bi.getf(j) : 0.0));
+                for (int64_t j = 0; j < q; ++j)
+                    t.setf(r * q + j, y[size_t(r * q + j)] * sc.getf(j) + (c.has(2) ? bi.getf(j) : 0.0));
             auto stat = [&](int i, const std::vector<double>& v) {
                 Tensor r = Tensor::zeros(c.out(i).dtype, c.out(i).shape);
                 for (size_t k = 0; k < v.size(); ++k) r.setf(int64_t(k), v[k]);
@@ -200,8 +211,11 @@ O2G_OP_FAMILY(norm) {
             for (int i = 0; i < rk; ++i) (i < a ? p : q) *= s[i];
             ggml_tensor* y = G(c.b, ggml_norm, c.cont(c.reshape(c.x(0), {p, q})), c.af("epsilon", 1e-5f));
             Shape qs(s.begin() + a, s.end());
-            y = c.binary(LowerCtx::Bin::Mul, y, {p, q}, c.reshape(c.x(1), {shape_numel(c.shape(1))}), align_rank({shape_numel(c.shape(1))}, 1));
-            if (c.has(2)) y = c.binary(LowerCtx::Bin::Add, y, {p, q}, c.reshape(c.x(2), {shape_numel(c.shape(2))}), {shape_numel(c.shape(2))});
+            y = c.binary(LowerCtx::Bin::Mul, y, {p, q}, c.reshape(c.x(1), {shape_numel(c.shape(1))}),
+                         align_rank({shape_numel(c.shape(1))}, 1));
+            if (c.has(2))
+                y = c.binary(LowerCtx::Bin::Add, y, {p, q}, c.reshape(c.x(2), {shape_numel(c.shape(2))}),
+                             {shape_numel(c.shape(2))});
             if (shape_numel(c.shape(1)) != q) c.fail_unsupported("LayerNormalization with a broadcast scale");
             c.set(0, c.reshape(y, s));
             if (c.has_out(1) || c.has_out(2)) {  // Mean and InvStdDev = 1 / sqrt(var + eps)
@@ -220,17 +234,20 @@ O2G_OP_FAMILY(norm) {
     }
     // Internal ops of the normalization fusions (src/passes/fuse_norm.cpp).
     {
-        OpDef d;  // GroupNormalization(x [N, C, ...], scale, bias; num_groups, epsilon): per group before opset 21, per channel from 21
+        OpDef d;  // GroupNormalization(x [N, C, ...], scale, bias; num_groups, epsilon): per group before opset 21, per
+                  // channel from 21
         d.op_type = "GroupNormalization";
         d.min_inputs = 3;
         d.host_inputs = {1, 2};
         auto per_channel = [](OpCtx& c, int i) {  // scale/bias as per-channel values
             const Shape& s = c.shape(0);
             int64_t C = s.size() > 1 ? s[1] : 0, G = c.ai("num_groups", 0);
-            if (G <= 0 || C % G != 0) c.fail("num_groups " + std::to_string(G) + " does not divide the " + std::to_string(C) + " channels");
+            if (G <= 0 || C % G != 0)
+                c.fail("num_groups " + std::to_string(G) + " does not divide the " + std::to_string(C) + " channels");
             std::vector<float> v = c.cval(i).to_f32(), r(static_cast<size_t>(C), 0.f);
             if (int64_t(v.size()) == C && (c.opset() >= 21 || C == G)) return v;
-            if (int64_t(v.size()) != G) c.fail("scale/bias of " + std::to_string(v.size()) + " values for " + std::to_string(G) + " groups");
+            if (int64_t(v.size()) != G)
+                c.fail("scale/bias of " + std::to_string(v.size()) + " values for " + std::to_string(G) + " groups");
             for (int64_t ch = 0; ch < C; ++ch) r[size_t(ch)] = v[size_t(ch / (C / G))];
             return r;
         };
@@ -243,7 +260,8 @@ O2G_OP_FAMILY(norm) {
         d.eval = [per_channel](OpCtx& c) {
             const Tensor& x = c.cval(0);
             const Shape& s = c.shape(0);
-            int64_t N = s[0], C = s[1], G = c.ai("num_groups", 0), sp = x.numel() / std::max<int64_t>(1, N * C), gsz = C / G * sp;
+            int64_t N = s[0], C = s[1], G = c.ai("num_groups", 0), sp = x.numel() / std::max<int64_t>(1, N * C),
+                    gsz = C / G * sp;
             double eps = c.af("epsilon", 1e-5f);
             auto sc = per_channel(c, 1), bi = per_channel(c, 2);
             Tensor y = Tensor::zeros(x.dtype, s);
@@ -265,7 +283,8 @@ O2G_OP_FAMILY(norm) {
         d.lower = [per_channel](Lc& c) {
             require_float(c, 0);
             int64_t C = c.shape(0)[1];
-            lower_group_norm(c, c.constant(Tensor::from_f32(per_channel(c, 1), {C, 1, 1})), c.constant(Tensor::from_f32(per_channel(c, 2), {C, 1, 1})));
+            lower_group_norm(c, c.constant(Tensor::from_f32(per_channel(c, 1), {C, 1, 1})),
+                             c.constant(Tensor::from_f32(per_channel(c, 2), {C, 1, 1})));
         };
         r.add(d);
     }
@@ -275,7 +294,8 @@ O2G_OP_FAMILY(norm) {
         d.infer = infer_same;
         d.lower = [](Lc& c) {
             int64_t C = c.shape(0)[1];
-            lower_group_norm(c, c.has(1) ? c.reshape(c.x(1), {C, 1, 1}) : nullptr, c.has(2) ? c.reshape(c.x(2), {C, 1, 1}) : nullptr);
+            lower_group_norm(c, c.has(1) ? c.reshape(c.x(1), {C, 1, 1}) : nullptr,
+                             c.has(2) ? c.reshape(c.x(2), {C, 1, 1}) : nullptr);
         };
         r.add(d);
     }
@@ -305,18 +325,21 @@ O2G_OP_FAMILY(norm) {
             std::vector<bool> red(size_t(rk), false);
             for (auto a : c.ais("axes", {0, 2, 3})) red[size_t(c.axis(a, rk))] = true;
             Shape ks = s;  // the shape of the statistics (reduced dims kept as 1)
-            for (int i = 0; i < rk; ++i) if (red[size_t(i)]) ks[size_t(i)] = 1;
+            for (int i = 0; i < rk; ++i)
+                if (red[size_t(i)]) ks[size_t(i)] = 1;
             auto so = strides_of(s), sk = strides_of(ks);
             auto key = [&](int64_t e) {
                 int64_t k = 0;
-                for (int i = 0; i < rk; ++i) if (!red[size_t(i)]) k += (e / so[size_t(i)] % s[size_t(i)]) * sk[size_t(i)];
+                for (int i = 0; i < rk; ++i)
+                    if (!red[size_t(i)]) k += (e / so[size_t(i)] % s[size_t(i)]) * sk[size_t(i)];
                 return k;
             };
             int64_t nk = shape_numel(ks), n = nk > 0 ? x.numel() / nk : 0;
             std::vector<double> m(size_t(nk), 0.0), v(size_t(nk), 0.0);
             for (int64_t e = 0; e < x.numel(); ++e) m[size_t(key(e))] += x.getf(e);
             for (auto& a : m) a /= double(n);
-            for (int64_t e = 0; e < x.numel(); ++e) v[size_t(key(e))] += (x.getf(e) - m[size_t(key(e))]) * (x.getf(e) - m[size_t(key(e))]);
+            for (int64_t e = 0; e < x.numel(); ++e)
+                v[size_t(key(e))] += (x.getf(e) - m[size_t(key(e))]) * (x.getf(e) - m[size_t(key(e))]);
             Tensor t = Tensor::zeros(x.dtype, s);
             for (int64_t e = 0; e < x.numel(); ++e) {
                 size_t k = size_t(key(e));
@@ -332,8 +355,16 @@ O2G_OP_FAMILY(norm) {
             for (auto a : c.ais("axes", {0, 2, 3})) red[c.axis(a, rk)] = true;
             std::vector<int64_t> perm;
             int64_t rows = 1, n = 1;
-            for (int i = 0; i < rk; ++i) if (!red[i]) { perm.push_back(i); rows *= s[i]; }
-            for (int i = 0; i < rk; ++i) if (red[i]) { perm.push_back(i); n *= s[i]; }
+            for (int i = 0; i < rk; ++i)
+                if (!red[i]) {
+                    perm.push_back(i);
+                    rows *= s[i];
+                }
+            for (int i = 0; i < rk; ++i)
+                if (red[i]) {
+                    perm.push_back(i);
+                    n *= s[i];
+                }
             Shape ps;
             for (auto v : perm) ps.push_back(s[v]);
             ggml_tensor* x = c.reshape(c.cont(transpose_any(c, c.x(0), s, perm)), {rows, n});
@@ -347,7 +378,8 @@ O2G_OP_FAMILY(norm) {
         OpDef d;
         d.op_type = "LRN";
         d.infer = infer_same;
-        d.eval = [](OpCtx& c) {  // x / (bias + alpha / size * sum of x^2 over channels [c - floor, c + ceil of (size-1)/2])^beta
+        d.eval = [](OpCtx& c) {  // x / (bias + alpha / size * sum of x^2 over channels [c - floor, c + ceil of
+                                 // (size-1)/2])^beta
             const Tensor& x = c.cval(0);
             const Shape& s = c.shape(0);
             if (s.size() < 2) c.fail("input must have rank >= 2 (N, C, ...), got " + shape_str(s));

@@ -37,9 +37,18 @@ const Attr* OpCtx::attr(const std::string& n, Attr::Kind k) const {
     return &it->second;
 }
 
-int64_t OpCtx::ai(const std::string& n, int64_t def) const { auto a = attr(n, Attr::Int); return a ? a->i : def; }
-float OpCtx::af(const std::string& n, float def) const { auto a = attr(n, Attr::Float); return a ? a->f : def; }
-std::string OpCtx::as(const std::string& n, const std::string& def) const { auto a = attr(n, Attr::String); return a ? a->s : def; }
+int64_t OpCtx::ai(const std::string& n, int64_t def) const {
+    auto a = attr(n, Attr::Int);
+    return a ? a->i : def;
+}
+float OpCtx::af(const std::string& n, float def) const {
+    auto a = attr(n, Attr::Float);
+    return a ? a->f : def;
+}
+std::string OpCtx::as(const std::string& n, const std::string& def) const {
+    auto a = attr(n, Attr::String);
+    return a ? a->s : def;
+}
 std::vector<int64_t> OpCtx::ais(const std::string& n, const std::vector<int64_t>& def) const {
     auto a = attr(n, Attr::Ints);
     return a ? a->ints : def;
@@ -52,7 +61,10 @@ std::vector<std::string> OpCtx::astrs(const std::string& n) const {
     auto a = attr(n, Attr::Strings);
     return a ? a->strings : std::vector<std::string>{};
 }
-const Tensor* OpCtx::at(const std::string& n) const { auto a = attr(n, Attr::TensorK); return a ? &a->t : nullptr; }
+const Tensor* OpCtx::at(const std::string& n) const {
+    auto a = attr(n, Attr::TensorK);
+    return a ? &a->t : nullptr;
+}
 
 void OpCtx::set_out(int i, DType t, const Shape& s) {
     if (!has_out(i)) return;
@@ -106,9 +118,7 @@ int OpCtx::axis(int64_t a, int r) {
     return int(a < 0 ? a + r : a);
 }
 
-std::string OpCtx::where() const {
-    return g_.path + ": " + node().describe() + ", opset " + std::to_string(opset());
-}
+std::string OpCtx::where() const { return g_.path + ": " + node().describe() + ", opset " + std::to_string(opset()); }
 
 void OpCtx::fail(const std::string& msg) const { throw Error(kExitBadInput, where() + ": " + msg, msg); }
 void OpCtx::fail_unsupported(const std::string& msg) const { throw Error(kExitUnsupported, where() + ": " + msg, msg); }
@@ -131,7 +141,8 @@ std::string registry_key(const std::string& domain, const std::string& op) {
 
 void Registry::add(OpDef d) {
     std::string key = registry_key(d.domain, d.op_type);
-    if (defs_.count(key)) internal_error("operator '" + d.op_type + "' (domain '" + d.domain + "') is registered twice");
+    if (defs_.count(key))
+        internal_error("operator '" + d.op_type + "' (domain '" + d.domain + "') is registered twice");
     defs_.emplace(std::move(key), std::move(d));
 }
 

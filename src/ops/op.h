@@ -38,7 +38,7 @@ public:
     int rank(int i) { return int(in(i).shape.size()); }
     DType dtype(int i) { return in(i).dtype; }
     bool is_const(int i) { return has(i) && in(i).constant.has_value(); }
-    const Tensor& cval(int i);   // the host value of input i (error if not constant)
+    const Tensor& cval(int i);  // the host value of input i (error if not constant)
     std::vector<int64_t> cints(int i) { return cval(i).to_i64(); }
 
     bool has_attr(const std::string& n) const { return node().attrs.count(n) > 0; }
@@ -50,20 +50,20 @@ public:
     std::vector<std::string> astrs(const std::string& n) const;  // a STRINGS attribute ({} when absent)
     const Tensor* at(const std::string& n) const;
 
-    void set_out(int i, DType t, const Shape& s);   // shape rule result
-    void set_seq(int i, std::vector<int> elements); // a sequence output (value ids of its elements)
+    void set_out(int i, DType t, const Shape& s);    // shape rule result
+    void set_seq(int i, std::vector<int> elements);  // a sequence output (value ids of its elements)
     // Shape rules of graph-level ops (sequences) may replace the node by tensor nodes; specialize
     // splices them in place of the node and processes them next.
     void replace_with(std::vector<Node> nodes) { replacement = std::move(nodes); }
     std::optional<std::vector<Node>> replacement;
     int new_const(const Tensor& t, const std::string& hint);  // a fresh value holding a constant
     Node make_node(const std::string& op, std::vector<int> ins, std::vector<int> outs) const;  // named after this node
-    void set_const(int i, Tensor t);                // host evaluation result
-    int axis(int64_t a, int rank);                  // normalizes a negative axis, checks range
+    void set_const(int i, Tensor t);                                                           // host evaluation result
+    int axis(int64_t a, int rank);  // normalizes a negative axis, checks range
 
-    bool op_is_input_axes() const;  // axes moved from attribute to input in opset 13
-    std::string where() const;  // "model.onnx: node 'x' (Op, opset N)"
-    [[noreturn]] void fail(const std::string& msg) const;          // bad model (exit 2)
+    bool op_is_input_axes() const;                                     // axes moved from attribute to input in opset 13
+    std::string where() const;                                         // "model.onnx: node 'x' (Op, opset N)"
+    [[noreturn]] void fail(const std::string& msg) const;              // bad model (exit 2)
     [[noreturn]] void fail_unsupported(const std::string& msg) const;  // exit 3
     [[noreturn]] void fail_limit(const std::string& msg) const;        // exit 3, a LimitExceeded
 
@@ -75,19 +75,19 @@ private:
 
 struct OpDef {
     std::string op_type;
-    std::string domain;                       // "" = ai.onnx ("ai.onnx" and "onnx2ggml" read the same; o2g.* ops too)
-    int64_t since = 0;                        // opsets of the node's domain this entry implements (a domain
+    std::string domain;  // "" = ai.onnx ("ai.onnx" and "onnx2ggml" read the same; o2g.* ops too)
+    int64_t since = 0;   // opsets of the node's domain this entry implements (a domain
     int64_t until = std::numeric_limits<int64_t>::max();  // without an opset import reads 0); outside: exit 3
-    std::vector<int> host_inputs;             // must be host constants to lower
-    std::function<void(OpCtx&)> infer;        // sets dtype and shape of every output
-    std::function<void(OpCtx&)> eval;         // host evaluation (folding); may be empty
-    std::function<void(LowerCtx&)> lower;     // ggml lowering; empty = host-only op
-    int64_t fold_limit = int64_t(1) << 24;    // fold only outputs up to this many elements
-    std::function<double(OpCtx&)> work;       // estimated operations of eval (fold only up to kFoldWork)
-    bool shape_only = false;                  // eval reads only input shapes (Shape, Size)
-    int min_inputs = 0;                       // inputs that must be present (checked before infer)
-    bool seq_inputs = false;                  // takes sequence values (src/ops/sequence.cpp)
-    bool string_inputs = false;               // takes string tensors (host values: they must be constants)
+    std::vector<int> host_inputs;                         // must be host constants to lower
+    std::function<void(OpCtx&)> infer;                    // sets dtype and shape of every output
+    std::function<void(OpCtx&)> eval;                     // host evaluation (folding); may be empty
+    std::function<void(LowerCtx&)> lower;                 // ggml lowering; empty = host-only op
+    int64_t fold_limit = int64_t(1) << 24;                // fold only outputs up to this many elements
+    std::function<double(OpCtx&)> work;                   // estimated operations of eval (fold only up to kFoldWork)
+    bool shape_only = false;                              // eval reads only input shapes (Shape, Size)
+    int min_inputs = 0;                                   // inputs that must be present (checked before infer)
+    bool seq_inputs = false;                              // takes sequence values (src/ops/sequence.cpp)
+    bool string_inputs = false;                           // takes string tensors (host values: they must be constants)
 };
 
 // Folding runs at compile time: an evaluation estimated above this many operations is left
@@ -102,8 +102,9 @@ public:
     static const Registry& get();
     // The entry of (domain, op): "", "ai.onnx" and "onnx2ggml" are one domain; others have no entries.
     const OpDef* find(const std::string& domain, const std::string& op) const;
-    std::vector<std::string> op_types() const;  // sorted, for docs (internal o2g.* ops left out; other domains as domain.Op)
-    void add(OpDef d);                          // a second entry for the same (domain, op): internal error (exit 4)
+    std::vector<std::string> op_types()
+        const;          // sorted, for docs (internal o2g.* ops left out; other domains as domain.Op)
+    void add(OpDef d);  // a second entry for the same (domain, op): internal error (exit 4)
 
 private:
     std::unordered_map<std::string, OpDef> defs_;  // by domain + ':' + op

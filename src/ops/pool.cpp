@@ -22,7 +22,11 @@ void pool_pad(int64_t in, int64_t k, int64_t s, int64_t pb, int64_t out, int& p,
     for (;; ++m) {
         int64_t P = pb + m * s;
         int64_t have = (in + 2 * P - k) / s + 1;
-        if (have >= m + out) { p = int(P); skip = m; return; }
+        if (have >= m + out) {
+            p = int(P);
+            skip = m;
+            return;
+        }
     }
 }
 
@@ -34,8 +38,11 @@ void lower_pool(Lc& c, bool is_max) {
         if (g.d[i] != 1) c.fail_unsupported("pooling with dilations is not lowered yet");
     if (c.has_out(1)) c.fail_unsupported("MaxPool with an Indices output is not supported");
     if (c.dtype(0) != DType::F32) c.fail_unsupported(std::string("pooling of ") + dtype_name(c.dtype(0)));
-    auto sp = [&](const std::vector<int64_t>& v, int i, int64_t def) { return g.nsp == 1 ? (i == 0 ? v[0] : def) : v[1 - i]; };
-    int64_t in0 = sp(g.in, 0, 1), in1 = sp(g.in, 1, 1), k0 = sp(g.k, 0, 1), k1 = sp(g.k, 1, 1), s0 = sp(g.s, 0, 1), s1 = sp(g.s, 1, 1);
+    auto sp = [&](const std::vector<int64_t>& v, int i, int64_t def) {
+        return g.nsp == 1 ? (i == 0 ? v[0] : def) : v[1 - i];
+    };
+    int64_t in0 = sp(g.in, 0, 1), in1 = sp(g.in, 1, 1), k0 = sp(g.k, 0, 1), k1 = sp(g.k, 1, 1), s0 = sp(g.s, 0, 1),
+            s1 = sp(g.s, 1, 1);
     int64_t pb0 = sp(g.pb, 0, 0), pb1 = sp(g.pb, 1, 0), pe0 = sp(g.pe, 0, 0), pe1 = sp(g.pe, 1, 0);
     int64_t o0 = sp(g.out, 0, 1), o1 = sp(g.out, 1, 1);
     int p0, p1;
@@ -44,7 +51,8 @@ void lower_pool(Lc& c, bool is_max) {
     pool_pad(in1, k1, s1, pb1, o1, p1, skip1);
     Shape x4 = xs.size() == 3 ? Shape{xs[0], xs[1], 1, xs[2]} : xs;
     ggml_tensor* x = c.cont(c.reshape(c.x(0), x4));
-    ggml_tensor* pool = G(c.b, ggml_pool_2d, x, is_max ? GGML_OP_POOL_MAX : GGML_OP_POOL_AVG, int(k0), int(k1), int(s0), int(s1), float(p0), float(p1));
+    ggml_tensor* pool = G(c.b, ggml_pool_2d, x, is_max ? GGML_OP_POOL_MAX : GGML_OP_POOL_AVG, int(k0), int(k1), int(s0),
+                          int(s1), float(p0), float(p1));
     ggml_tensor* y = c.slice(c.slice(pool, 0, skip0, o0), 1, skip1, o1);
     // a max pooling whose output is ggml's whole result (a valid padding, see o2g::pool_right_pad)
     // may read and write a backend's private layout between convolutions (o2g::conv_chain)
@@ -62,7 +70,8 @@ void lower_pool(Lc& c, bool is_max) {
             return std::max<int64_t>(0, std::min(end, hi) - std::max(start, lo));
         };
         // the correction k / taps is separable: one factor per spatial dim (host work O(o0 + o1))
-        auto factors = [&](int64_t o, int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe, const Shape& shape) -> ggml_tensor* {
+        auto factors = [&](int64_t o, int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe,
+                           const Shape& shape) -> ggml_tensor* {
             Tensor f = Tensor::zeros(DType::F32, shape);
             bool trivial = true;
             for (int64_t i = 0; i < o; ++i) {
@@ -138,7 +147,10 @@ void eval_pool(OpCtx& c, bool is_max, bool lp = false) {
                 if (lp) {
                     acc += std::pow(std::fabs(v), double(c.ai("p", 2)));
                 } else if (is_max) {
-                    if (best < 0 || v > acc) { acc = v; best = col_major ? fc : f; }
+                    if (best < 0 || v > acc) {
+                        acc = v;
+                        best = col_major ? fc : f;
+                    }
                 } else {
                     acc += v;
                 }
@@ -160,7 +172,9 @@ O2G_OP_FAMILY(pool) {
         d.op_type = mx ? "MaxPool" : "AveragePool";
         d.infer = infer_pool;
         d.eval = [mx](OpCtx& c) { eval_pool(c, mx); };
-        d.work = [](OpCtx& c) { return double(shape_numel(c.out(0).shape)) * double(shape_numel(c.ais("kernel_shape"))); };
+        d.work = [](OpCtx& c) {
+            return double(shape_numel(c.out(0).shape)) * double(shape_numel(c.ais("kernel_shape")));
+        };
         d.lower = [mx](Lc& c) { lower_pool(c, mx); };
         r.add(d);
     }
@@ -172,7 +186,9 @@ O2G_OP_FAMILY(pool) {
             infer_pool(c);
         };
         d.eval = [](OpCtx& c) { eval_pool(c, false, true); };
-        d.work = [](OpCtx& c) { return double(shape_numel(c.out(0).shape)) * double(shape_numel(c.ais("kernel_shape"))); };
+        d.work = [](OpCtx& c) {
+            return double(shape_numel(c.out(0).shape)) * double(shape_numel(c.ais("kernel_shape")));
+        };
         r.add(d);
     }
     {

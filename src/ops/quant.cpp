@@ -22,7 +22,9 @@ int64_t saturate(DType t, double v) {
         case DType::U16: hi = 65535; break;
         case DType::I16: lo = -32768, hi = 32767; break;
         case DType::I32: lo = -2147483648.0, hi = 2147483647.0; break;
-        default: throw Error(kExitUnsupported, std::string("quantization to ") + dtype_name(t), std::string("quantization to ") + dtype_name(t));
+        default:
+            throw Error(kExitUnsupported, std::string("quantization to ") + dtype_name(t),
+                        std::string("quantization to ") + dtype_name(t));
     }
     return int64_t(std::min(hi, std::max(lo, v)));
 }
@@ -53,12 +55,17 @@ AxisParam axis_param(OpCtx& c, int data, int param) {
     if (block > 0) {
         Shape want = s;
         want[size_t(a)] = (s[size_t(a)] + block - 1) / block;
-        if (c.shape(param) != want) c.fail("blocked parameter of shape " + shape_str(c.shape(param)) + " does not match " + shape_str(s) + " in blocks of " + std::to_string(block) + " along axis " + std::to_string(a) + " (want " + shape_str(want) + ")");
+        if (c.shape(param) != want)
+            c.fail("blocked parameter of shape " + shape_str(c.shape(param)) + " does not match " + shape_str(s) +
+                   " in blocks of " + std::to_string(block) + " along axis " + std::to_string(a) + " (want " +
+                   shape_str(want) + ")");
         p.block = block;
         p.n = std::max<int64_t>(2, p.n);  // indexed per block even when there is a single block
         return p;
     }
-    if (c.rank(param) != 1 || s[size_t(a)] != p.n) c.fail("per-axis parameter of shape " + shape_str(c.shape(param)) + " does not match axis " + std::to_string(a) + " of " + shape_str(s));
+    if (c.rank(param) != 1 || s[size_t(a)] != p.n)
+        c.fail("per-axis parameter of shape " + shape_str(c.shape(param)) + " does not match axis " +
+               std::to_string(a) + " of " + shape_str(s));
     return p;
 }
 
@@ -129,11 +136,13 @@ void register_quantize(Registry& r) {
         d.eval = [](OpCtx& c) {
             const Tensor& x = c.cval(0);
             float lo = 0, hi = 0;
-            for (int64_t i = 0; i < x.numel(); ++i) lo = std::min(lo, float(x.getf(i))), hi = std::max(hi, float(x.getf(i)));
+            for (int64_t i = 0; i < x.numel(); ++i)
+                lo = std::min(lo, float(x.getf(i))), hi = std::max(hi, float(x.getf(i)));
             float scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
             double zp = double(saturate(DType::U8, std::nearbyint(double(0.0f - lo / scale))));
             Tensor y = Tensor::zeros(DType::U8, x.shape);
-            for (int64_t i = 0; i < x.numel(); ++i) y.seti(i, saturate(DType::U8, std::nearbyint(double(float(x.getf(i)) / scale)) + zp));
+            for (int64_t i = 0; i < x.numel(); ++i)
+                y.seti(i, saturate(DType::U8, std::nearbyint(double(float(x.getf(i)) / scale)) + zp));
             c.set_const(0, y);
             c.set_const(1, Tensor::from_f32({scale}, {}));
             Tensor z = Tensor::zeros(DType::U8, {});
@@ -161,7 +170,8 @@ std::vector<int64_t> matmul_int(OpCtx& c, int ia, int ib, int iaz, int ibz, cons
         for (int64_t i = 0; i < m.M; ++i)
             for (int64_t j = 0; j < m.N; ++j) {
                 int64_t acc = 0, az = zp(iaz, i), bz = zp(ibz, j);
-                for (int64_t k = 0; k < m.K; ++k) acc += (A.geti((oa * m.M + i) * m.K + k) - az) * (B.geti((ob * m.K + k) * m.N + j) - bz);
+                for (int64_t k = 0; k < m.K; ++k)
+                    acc += (A.geti((oa * m.M + i) * m.K + k) - az) * (B.geti((ob * m.K + k) * m.N + j) - bz);
                 y[size_t((bi * m.M + i) * m.N + j)] = acc;
             }
     });
@@ -215,9 +225,12 @@ std::vector<double> minus_zp(OpCtx& c, int i, int izp, bool per_channel) {
     const Tensor& t = c.cval(i);
     std::vector<double> r(size_t(t.numel()));
     bool hz = izp >= 0 && c.has(izp);
-    int64_t n = hz ? shape_numel(c.shape(izp)) : 1, inner = t.numel() / std::max<int64_t>(1, t.shape.empty() ? 1 : t.shape[0]);
-    if (hz && n != 1 && (!per_channel || t.shape.empty() || n != t.shape[0])) c.fail("zero point of shape " + shape_str(c.shape(izp)) + " does not match " + shape_str(t.shape));
-    for (int64_t k = 0; k < t.numel(); ++k) r[size_t(k)] = double(t.geti(k) - (hz ? c.cval(izp).geti(n == 1 ? 0 : k / inner) : 0));
+    int64_t n = hz ? shape_numel(c.shape(izp)) : 1,
+            inner = t.numel() / std::max<int64_t>(1, t.shape.empty() ? 1 : t.shape[0]);
+    if (hz && n != 1 && (!per_channel || t.shape.empty() || n != t.shape[0]))
+        c.fail("zero point of shape " + shape_str(c.shape(izp)) + " does not match " + shape_str(t.shape));
+    for (int64_t k = 0; k < t.numel(); ++k)
+        r[size_t(k)] = double(t.geti(k) - (hz ? c.cval(izp).geti(n == 1 ? 0 : k / inner) : 0));
     return r;
 }
 
@@ -227,7 +240,10 @@ void register_int_conv(Registry& r) {
         d.op_type = "ConvInteger";
         d.min_inputs = 2;
         d.infer = [](OpCtx& c) { c.set_out(0, DType::I32, conv_output_shape(c, c.shape(1))); };
-        d.work = [](OpCtx& c) { return double(shape_numel(c.out(0).shape)) * double(shape_numel(c.shape(1))) / double(std::max<int64_t>(1, c.shape(1)[0])); };
+        d.work = [](OpCtx& c) {
+            return double(shape_numel(c.out(0).shape)) * double(shape_numel(c.shape(1))) /
+                   double(std::max<int64_t>(1, c.shape(1)[0]));
+        };
         d.eval = [](OpCtx& c) {
             auto y = conv_host(c, c.shape(1), minus_zp(c, 0, 2, false), minus_zp(c, 1, 3, true), nullptr);
             Tensor t = Tensor::zeros(DType::I32, c.out(0).shape);
@@ -241,11 +257,15 @@ void register_int_conv(Registry& r) {
         d.op_type = "QLinearConv";
         d.min_inputs = 8;
         d.infer = [](OpCtx& c) { c.set_out(0, c.dtype(7), conv_output_shape(c, c.shape(3))); };
-        d.work = [](OpCtx& c) { return double(shape_numel(c.out(0).shape)) * double(shape_numel(c.shape(3))) / double(std::max<int64_t>(1, c.shape(3)[0])); };
+        d.work = [](OpCtx& c) {
+            return double(shape_numel(c.out(0).shape)) * double(shape_numel(c.shape(3))) /
+                   double(std::max<int64_t>(1, c.shape(3)[0]));
+        };
         d.eval = [](OpCtx& c) {
             std::vector<double> bias;
             if (c.has(8)) bias = minus_zp(c, 8, -1, false);
-            auto y = conv_host(c, c.shape(3), minus_zp(c, 0, 2, false), minus_zp(c, 3, 5, true), c.has(8) ? &bias : nullptr);
+            auto y =
+                conv_host(c, c.shape(3), minus_zp(c, 0, 2, false), minus_zp(c, 3, 5, true), c.has(8) ? &bias : nullptr);
             const Shape& os = c.out(0).shape;
             int64_t M = os[1], sp = shape_numel(os) / std::max<int64_t>(1, os[0] * M);
             float xs = float(c.cval(1).getf(0)), ys = float(c.cval(6).getf(0));
@@ -262,7 +282,6 @@ void register_int_conv(Registry& r) {
         r.add(d);
     }
 }
-
 
 // ---- com.microsoft MatMulNBits ----------------------------------------------------------------
 
@@ -281,40 +300,60 @@ void register_matmul_nbits(Registry& r) {
     d.infer = [](OpCtx& c) {
         int64_t K = c.ai("K", -1), N = c.ai("N", -1), bits = c.ai("bits", 4), bs = c.ai("block_size", -1);
         if (K <= 0 || N <= 0) c.fail("attributes K and N are required and positive");
-        if (bits != 2 && bits != 4 && bits != 8) c.fail_unsupported("bits " + std::to_string(bits) + " (2, 4 and 8 are supported)");
+        if (bits != 2 && bits != 4 && bits != 8)
+            c.fail_unsupported("bits " + std::to_string(bits) + " (2, 4 and 8 are supported)");
         if (bs < 16 || (bs & (bs - 1))) c.fail("block_size " + std::to_string(bs) + " must be a power of two >= 16");
-        if (c.rank(0) < 1 || c.shape(0).back() != K) c.fail("A of shape " + shape_str(c.shape(0)) + " does not end in K = " + std::to_string(K));
+        if (c.rank(0) < 1 || c.shape(0).back() != K)
+            c.fail("A of shape " + shape_str(c.shape(0)) + " does not end in K = " + std::to_string(K));
         int64_t nb = (K + bs - 1) / bs, blob = bs * bits / 8;
         if (c.dtype(1) != DType::U8 || shape_numel(c.shape(1)) != N * nb * blob)
-            c.fail("B of " + std::string(dtype_name(c.dtype(1))) + shape_str(c.shape(1)) + " is not uint8 [N, n_blocks, blob] = [" + std::to_string(N) + "," + std::to_string(nb) + "," + std::to_string(blob) + "]");
-        if (shape_numel(c.shape(2)) != N * nb) c.fail("scales of shape " + shape_str(c.shape(2)) + " do not hold N * n_blocks = " + std::to_string(N * nb) + " values");
+            c.fail("B of " + std::string(dtype_name(c.dtype(1))) + shape_str(c.shape(1)) +
+                   " is not uint8 [N, n_blocks, blob] = [" + std::to_string(N) + "," + std::to_string(nb) + "," +
+                   std::to_string(blob) + "]");
+        if (shape_numel(c.shape(2)) != N * nb)
+            c.fail("scales of shape " + shape_str(c.shape(2)) +
+                   " do not hold N * n_blocks = " + std::to_string(N * nb) + " values");
         bool zp = c.has(3), packed_zp = zp && c.dtype(3) == DType::U8;
         int64_t zrow = (nb * bits + 7) / 8;
-        if (zp && shape_numel(c.shape(3)) != (packed_zp ? N * zrow : N * nb)) c.fail("zero_points of shape " + shape_str(c.shape(3)) + " do not match N and n_blocks");
-        if (c.has(4) && shape_numel(c.shape(4)) != K) c.fail("g_idx of shape " + shape_str(c.shape(4)) + " does not hold K values");
-        if (c.has(5) && shape_numel(c.shape(5)) != N) c.fail("bias of shape " + shape_str(c.shape(5)) + " does not hold N values");
+        if (zp && shape_numel(c.shape(3)) != (packed_zp ? N * zrow : N * nb))
+            c.fail("zero_points of shape " + shape_str(c.shape(3)) + " do not match N and n_blocks");
+        if (c.has(4) && shape_numel(c.shape(4)) != K)
+            c.fail("g_idx of shape " + shape_str(c.shape(4)) + " does not hold K values");
+        if (c.has(5) && shape_numel(c.shape(5)) != N)
+            c.fail("bias of shape " + shape_str(c.shape(5)) + " does not hold N values");
         for (int i = 1; i <= 4; ++i)
-            if (c.has(i) && !c.is_const(i)) c.fail_unsupported("input " + std::to_string(i) + " ('" + c.in(i).name + "') is computed at run time: MatMulNBits takes constant weights, scales, zero points and g_idx");
+            if (c.has(i) && !c.is_const(i))
+                c.fail_unsupported(
+                    "input " + std::to_string(i) + " ('" + c.in(i).name +
+                    "') is computed at run time: MatMulNBits takes constant weights, scales, zero points and g_idx");
         const Tensor& B = c.cval(1);
         const Tensor& S = c.cval(2);
         std::vector<int64_t> gidx = c.has(4) ? c.cints(4) : std::vector<int64_t>();
         Tensor W = Tensor::zeros(DType::F32, {K, N});
         float* w = W.ptr<float>();
         const uint8_t* b = B.data();
-        auto bits_at = [bits](const uint8_t* p, int64_t idx) { int64_t pos = idx * bits; return int((p[pos / 8] >> (pos % 8)) & ((1 << bits) - 1)); };
+        auto bits_at = [bits](const uint8_t* p, int64_t idx) {
+            int64_t pos = idx * bits;
+            return int((p[pos / 8] >> (pos % 8)) & ((1 << bits) - 1));
+        };
         for (int64_t n = 0; n < N; ++n)
             for (int64_t k = 0; k < K; ++k) {
                 int64_t blk = gidx.empty() ? k / bs : gidx[size_t(k)];
-                if (blk < 0 || blk >= nb) c.fail("g_idx[" + std::to_string(k) + "] = " + std::to_string(blk) + " is outside [0, " + std::to_string(nb) + ")");
+                if (blk < 0 || blk >= nb)
+                    c.fail("g_idx[" + std::to_string(k) + "] = " + std::to_string(blk) + " is outside [0, " +
+                           std::to_string(nb) + ")");
                 float code = float(bits_at(b + (n * nb + k / bs) * blob, k % bs));
-                float z = !zp ? float(1 << (bits - 1)) : packed_zp ? float(bits_at(c.cval(3).data() + n * zrow, blk)) : float(c.cval(3).getf(n * nb + blk));
+                float z = !zp         ? float(1 << (bits - 1))
+                          : packed_zp ? float(bits_at(c.cval(3).data() + n * zrow, blk))
+                                      : float(c.cval(3).getf(n * nb + blk));
                 w[k * N + n] = (code - z) * float(S.getf(n * nb + blk));
             }
         int out = c.node().outputs[0];
         int wv = c.new_const(W, c.in(1).name + ".dequantized");
         if (!c.has(5)) return c.replace_with({c.make_node("MatMul", {c.node().inputs[0], wv}, {out})});
         int mm = c.graph().new_value(c.node().name + "_matmul");
-        c.replace_with({c.make_node("MatMul", {c.node().inputs[0], wv}, {mm}), c.make_node("Add", {mm, c.node().inputs[5]}, {out})});
+        c.replace_with({c.make_node("MatMul", {c.node().inputs[0], wv}, {mm}),
+                        c.make_node("Add", {mm, c.node().inputs[5]}, {out})});
     };
     r.add(d);
 }

@@ -10,15 +10,20 @@ namespace {
 
 using Lc = LowerCtx;
 
-struct RedPlan { std::vector<bool> red; Shape out; bool noop = false; };
+struct RedPlan {
+    std::vector<bool> red;
+    Shape out;
+    bool noop = false;
+};
 
 RedPlan red_plan(OpCtx& c) {
     const std::string& op = c.node().op_type;
     int rk = c.rank(0);
     bool axes_input = (op == "ReduceSum" && c.opset() >= 13) || c.opset() >= 18;
     std::vector<int64_t> axes;
-    if (axes_input) { if (c.has(1)) axes = c.cints(1); }
-    else axes = c.ais("axes");
+    if (axes_input) {
+        if (c.has(1)) axes = c.cints(1);
+    } else axes = c.ais("axes");
     RedPlan p;
     p.red.assign(rk, false);
     if (axes.empty()) {
@@ -44,7 +49,10 @@ void reduce_op(Registry& reg, const std::string& name, R kind) {
     d.eval = [kind](OpCtx& c) {
         RedPlan p = red_plan(c);
         const Tensor& x = c.cval(0);
-        if (p.noop) { c.set_const(0, x.reshaped(p.out)); return; }
+        if (p.noop) {
+            c.set_const(0, x.reshaped(p.out));
+            return;
+        }
         const Shape& s = c.shape(0);
         int rk = int(s.size());
         Shape kept;  // output index space with reduced dims = 1
@@ -70,19 +78,44 @@ void reduce_op(Registry& reg, const std::string& name, R kind) {
             }
             cnt[o]++;
             switch (kind) {
-                case R::Sum: case R::Mean: case R::LogSum: a += v; iacc[o] += x.geti(e); break;
-                case R::Max: a = std::max(a, v); iacc[o] = std::max(iacc[o], x.geti(e)); break;
-                case R::Min: a = std::min(a, v); iacc[o] = std::min(iacc[o], x.geti(e)); break;
-                case R::Prod: a *= v; iacc[o] *= x.geti(e); break;
-                case R::L1: a += std::fabs(v); iacc[o] += std::llabs(x.geti(e)); break;
-                case R::L2: case R::SumSquare: a += v * v; iacc[o] += x.geti(e) * x.geti(e); break;
+                case R::Sum:
+                case R::Mean:
+                case R::LogSum:
+                    a += v;
+                    iacc[o] += x.geti(e);
+                    break;
+                case R::Max:
+                    a = std::max(a, v);
+                    iacc[o] = std::max(iacc[o], x.geti(e));
+                    break;
+                case R::Min:
+                    a = std::min(a, v);
+                    iacc[o] = std::min(iacc[o], x.geti(e));
+                    break;
+                case R::Prod:
+                    a *= v;
+                    iacc[o] *= x.geti(e);
+                    break;
+                case R::L1:
+                    a += std::fabs(v);
+                    iacc[o] += std::llabs(x.geti(e));
+                    break;
+                case R::L2:
+                case R::SumSquare:
+                    a += v * v;
+                    iacc[o] += x.geti(e) * x.geti(e);
+                    break;
                 case R::LogSumExp: mx[o] = std::max(mx[o], v); break;
             }
         }
         if (kind == R::LogSumExp) {
             for (int64_t e = 0; e < n; ++e) {
                 int64_t rem = e, o = 0;
-                for (int k = rk - 1; k >= 0; --k) { int64_t v = rem % s[k]; rem /= s[k]; if (!p.red[k]) o += v * kst[k]; }
+                for (int k = rk - 1; k >= 0; --k) {
+                    int64_t v = rem % s[k];
+                    rem /= s[k];
+                    if (!p.red[k]) o += v * kst[k];
+                }
                 acc[o] += std::exp(x.getf(e) - mx[o]);
             }
         }
@@ -94,7 +127,8 @@ void reduce_op(Registry& reg, const std::string& name, R kind) {
             if (kind == R::L2) v = std::sqrt(v);
             if (kind == R::LogSum) v = std::log(v);
             if (kind == R::LogSumExp) v = cnt[o] ? std::log(v) + mx[o] : -INFINITY;
-            if (is_int && kind != R::Mean && kind != R::L2 && kind != R::LogSum && kind != R::LogSumExp) t.seti(o, iacc[o]);
+            if (is_int && kind != R::Mean && kind != R::L2 && kind != R::LogSum && kind != R::LogSumExp)
+                t.seti(o, iacc[o]);
             else if (is_int && kind == R::Mean) t.seti(o, cnt[o] ? iacc[o] / cnt[o] : 0);
             else t.setf(o, v);
         }
@@ -103,13 +137,24 @@ void reduce_op(Registry& reg, const std::string& name, R kind) {
     d.lower = [kind](Lc& c) {
         RedPlan p = red_plan(c);
         if (c.dtype(0) != DType::F32) c.fail_unsupported("reductions of non-float tensors on the device");
-        if (p.noop) { c.set(0, c.x(0)); return; }
+        if (p.noop) {
+            c.set(0, c.x(0));
+            return;
+        }
         const Shape& s = c.shape(0);
         int rk = int(s.size());
         std::vector<int64_t> perm;
         int64_t rows = 1, red = 1;
-        for (int i = 0; i < rk; ++i) if (!p.red[i]) { perm.push_back(i); rows *= s[i]; }
-        for (int i = 0; i < rk; ++i) if (p.red[i]) { perm.push_back(i); red *= s[i]; }
+        for (int i = 0; i < rk; ++i)
+            if (!p.red[i]) {
+                perm.push_back(i);
+                rows *= s[i];
+            }
+        for (int i = 0; i < rk; ++i)
+            if (p.red[i]) {
+                perm.push_back(i);
+                red *= s[i];
+            }
         ggml_tensor* x = c.x(0);
         bool ident = true;
         for (int i = 0; i < rk; ++i) ident &= perm[i] == i;
@@ -128,7 +173,8 @@ void reduce_op(Registry& reg, const std::string& name, R kind) {
             case R::LogSum: y = G(c.b, ggml_log, G(c.b, ggml_sum_rows, x)); break;
             case R::LogSumExp: {
                 ggml_tensor* m = rowmax(x);
-                y = G(c.b, ggml_add, G(c.b, ggml_log, G(c.b, ggml_sum_rows, G(c.b, ggml_exp, G(c.b, ggml_sub, x, m)))), m);
+                y = G(c.b, ggml_add, G(c.b, ggml_log, G(c.b, ggml_sum_rows, G(c.b, ggml_exp, G(c.b, ggml_sub, x, m)))),
+                      m);
                 break;
             }
             case R::Prod: c.fail_unsupported("ReduceProd is only computed at compile time (no ggml kernel)");
@@ -166,7 +212,10 @@ void arg_op(Registry& reg, bool is_max) {
                 for (int64_t k = 1; k < s[a]; ++k) {
                     double v = x.getf((o * s[a] + k) * inner + i);
                     bool better = is_max ? (last ? v >= bv : v > bv) : (last ? v <= bv : v < bv);
-                    if (better) { bv = v; best = k; }
+                    if (better) {
+                        bv = v;
+                        best = k;
+                    }
                 }
                 t.seti(o * inner + i, best);
             }
@@ -178,7 +227,8 @@ void arg_op(Registry& reg, bool is_max) {
         int rk = int(s.size());
         int a = c.axis(c.ai("axis", 0), rk);
         std::vector<int64_t> perm;
-        for (int i = 0; i < rk; ++i) if (i != a) perm.push_back(i);
+        for (int i = 0; i < rk; ++i)
+            if (i != a) perm.push_back(i);
         perm.push_back(a);
         ggml_tensor* x = a == rk - 1 ? c.x(0) : transpose_any(c, c.x(0), s, perm);
         x = c.reshape(c.cont(x), {shape_numel(s) / s[a], s[a]});

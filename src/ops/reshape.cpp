@@ -37,14 +37,16 @@ Shape reshape_target(OpCtx& c) {
         }
         if (d < 0) c.fail("invalid target shape entry " + std::to_string(d));
         out[i] = d;
-        if (__builtin_mul_overflow(known, d, &known)) c.fail("target shape " + shape_str(Shape(spec)) + " has more elements than int64 holds");
+        if (__builtin_mul_overflow(known, d, &known))
+            c.fail("target shape " + shape_str(Shape(spec)) + " has more elements than int64 holds");
     }
     int64_t n = shape_numel(in);
     if (infer >= 0) {
         if (known == 0 || n % known != 0) c.fail("cannot reshape " + shape_str(in) + " to " + shape_str(Shape(spec)));
         out[infer] = n / known;
     }
-    if (shape_numel(out) != n) c.fail("cannot reshape " + shape_str(in) + " (" + std::to_string(n) + " elements) to " + shape_str(out));
+    if (shape_numel(out) != n)
+        c.fail("cannot reshape " + shape_str(in) + " (" + std::to_string(n) + " elements) to " + shape_str(out));
     return out;
 }
 
@@ -67,45 +69,54 @@ O2G_OP_FAMILY(reshape) {
         r.add(d);
     };
     reshape_like("Reshape", reshape_target, {1});
-    reshape_like("Flatten", [](OpCtx& c) {
-        int rk = c.rank(0);
-        int64_t a = c.ai("axis", 1);
-        if (a < -rk || a > rk) c.fail("axis out of range");
-        if (a < 0) a += rk;
-        int64_t p = 1, q = 1;
-        for (int i = 0; i < rk; ++i) (i < a ? p : q) *= c.shape(0)[i];
-        return Shape{p, q};
-    }, {});
-    reshape_like("Squeeze", [](OpCtx& c) {
-        std::vector<int64_t> axes = axes_arg(c, 1, "axes");
-        const Shape& s = c.shape(0);
-        int rk = int(s.size());
-        std::vector<bool> drop(rk, false);
-        if (axes.empty()) for (int i = 0; i < rk; ++i) drop[i] = s[i] == 1;
-        for (int64_t a : axes) {
-            int k = c.axis(a, rk);
-            if (s[k] != 1) c.fail("cannot squeeze axis " + std::to_string(k) + " of size " + std::to_string(s[k]));
-            drop[k] = true;
-        }
-        Shape o;
-        for (int i = 0; i < rk; ++i) if (!drop[i]) o.push_back(s[i]);
-        return o;
-    }, {1});
-    reshape_like("Unsqueeze", [](OpCtx& c) {
-        std::vector<int64_t> axes = axes_arg(c, 1, "axes");
-        const Shape& s = c.shape(0);
-        int orank = int(s.size() + axes.size());
-        std::vector<bool> ins(orank, false);
-        for (int64_t a : axes) {
-            int k = c.axis(a, orank);
-            if (ins[k]) c.fail("axis " + std::to_string(k) + " given twice");
-            ins[k] = true;
-        }
-        Shape o;
-        size_t j = 0;
-        for (int i = 0; i < orank; ++i) o.push_back(ins[i] ? 1 : s[j++]);
-        return o;
-    }, {1});
+    reshape_like("Flatten",
+                 [](OpCtx& c) {
+                     int rk = c.rank(0);
+                     int64_t a = c.ai("axis", 1);
+                     if (a < -rk || a > rk) c.fail("axis out of range");
+                     if (a < 0) a += rk;
+                     int64_t p = 1, q = 1;
+                     for (int i = 0; i < rk; ++i) (i < a ? p : q) *= c.shape(0)[i];
+                     return Shape{p, q};
+                 },
+                 {});
+    reshape_like("Squeeze",
+                 [](OpCtx& c) {
+                     std::vector<int64_t> axes = axes_arg(c, 1, "axes");
+                     const Shape& s = c.shape(0);
+                     int rk = int(s.size());
+                     std::vector<bool> drop(rk, false);
+                     if (axes.empty())
+                         for (int i = 0; i < rk; ++i) drop[i] = s[i] == 1;
+                     for (int64_t a : axes) {
+                         int k = c.axis(a, rk);
+                         if (s[k] != 1)
+                             c.fail("cannot squeeze axis " + std::to_string(k) + " of size " + std::to_string(s[k]));
+                         drop[k] = true;
+                     }
+                     Shape o;
+                     for (int i = 0; i < rk; ++i)
+                         if (!drop[i]) o.push_back(s[i]);
+                     return o;
+                 },
+                 {1});
+    reshape_like("Unsqueeze",
+                 [](OpCtx& c) {
+                     std::vector<int64_t> axes = axes_arg(c, 1, "axes");
+                     const Shape& s = c.shape(0);
+                     int orank = int(s.size() + axes.size());
+                     std::vector<bool> ins(orank, false);
+                     for (int64_t a : axes) {
+                         int k = c.axis(a, orank);
+                         if (ins[k]) c.fail("axis " + std::to_string(k) + " given twice");
+                         ins[k] = true;
+                     }
+                     Shape o;
+                     size_t j = 0;
+                     for (int i = 0; i < orank; ++i) o.push_back(ins[i] ? 1 : s[j++]);
+                     return o;
+                 },
+                 {1});
 
     {
         OpDef d;
@@ -113,8 +124,10 @@ O2G_OP_FAMILY(reshape) {
         auto perm_of = [](OpCtx& c) {
             int rk = c.rank(0);
             std::vector<int64_t> p = c.ais("perm");
-            if (p.empty()) for (int i = rk - 1; i >= 0; --i) p.push_back(i);
-            if (int(p.size()) != rk) c.fail("perm has " + std::to_string(p.size()) + " entries for rank " + std::to_string(rk));
+            if (p.empty())
+                for (int i = rk - 1; i >= 0; --i) p.push_back(i);
+            if (int(p.size()) != rk)
+                c.fail("perm has " + std::to_string(p.size()) + " entries for rank " + std::to_string(rk));
             std::vector<bool> seen(rk, false);
             for (auto& v : p) {
                 v = c.axis(v, rk);
@@ -136,10 +149,10 @@ O2G_OP_FAMILY(reshape) {
             for (auto v : p) o.push_back(s[v]);
             auto st = strides_of(s);
             c.set_const(0, remap(c.cval(0), o, [&](const std::vector<int64_t>& idx) {
-                int64_t f = 0;
-                for (size_t j = 0; j < idx.size(); ++j) f += idx[j] * st[p[j]];
-                return f;
-            }));
+                            int64_t f = 0;
+                            for (size_t j = 0; j < idx.size(); ++j) f += idx[j] * st[p[j]];
+                            return f;
+                        }));
         };
         d.lower = [perm_of](Lc& c) { c.set(0, transpose_any(c, c.x(0), c.shape(0), perm_of(c))); };
         r.add(d);
@@ -151,7 +164,8 @@ O2G_OP_FAMILY(reshape) {
         d.host_inputs = {1};
         auto out_shape = [](OpCtx& c) {
             Shape o;
-            if (!broadcast_shapes(c.shape(0), c.cints(1), o)) c.fail("cannot expand " + shape_str(c.shape(0)) + " to " + shape_str(c.cints(1)));
+            if (!broadcast_shapes(c.shape(0), c.cints(1), o))
+                c.fail("cannot expand " + shape_str(c.shape(0)) + " to " + shape_str(c.cints(1)));
             return o;
         };
         d.infer = [out_shape](OpCtx& c) { c.set_out(0, c.dtype(0), out_shape(c)); };
@@ -173,7 +187,8 @@ O2G_OP_FAMILY(reshape) {
         d.host_inputs = {1};
         auto out_shape = [](OpCtx& c) {
             auto rep = c.cints(1);
-            if (int(rep.size()) != c.rank(0)) c.fail("repeats has " + std::to_string(rep.size()) + " entries for rank " + std::to_string(c.rank(0)));
+            if (int(rep.size()) != c.rank(0))
+                c.fail("repeats has " + std::to_string(rep.size()) + " entries for rank " + std::to_string(c.rank(0)));
             Shape o = c.shape(0);
             for (size_t i = 0; i < o.size(); ++i) {
                 if (rep[i] < 0) c.fail("negative repeat");
@@ -186,10 +201,10 @@ O2G_OP_FAMILY(reshape) {
             const Shape& s = c.shape(0);
             auto st = strides_of(s);
             c.set_const(0, remap(c.cval(0), out_shape(c), [&](const std::vector<int64_t>& idx) {
-                int64_t f = 0;
-                for (size_t k = 0; k < idx.size(); ++k) f += (idx[k] % s[k]) * st[k];
-                return f;
-            }));
+                            int64_t f = 0;
+                            for (size_t k = 0; k < idx.size(); ++k) f += (idx[k] % s[k]) * st[k];
+                            return f;
+                        }));
         };
         d.lower = [out_shape](Lc& c) {
             if (c.rank(0) > 4) c.fail_unsupported("Tile of a rank > 4 tensor");
@@ -220,7 +235,12 @@ O2G_OP_FAMILY(reshape) {
                 out = {N, C * b * b, H / b, W / b};
             }
         };
-        d.infer = [plan](OpCtx& c) { Shape m, o; std::vector<int64_t> p; plan(c, m, p, o); c.set_out(0, c.dtype(0), o); };
+        d.infer = [plan](OpCtx& c) {
+            Shape m, o;
+            std::vector<int64_t> p;
+            plan(c, m, p, o);
+            c.set_out(0, c.dtype(0), o);
+        };
         d.eval = [plan](OpCtx& c) {
             Shape m, o;
             std::vector<int64_t> p;

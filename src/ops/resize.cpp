@@ -17,7 +17,7 @@ using Lc = LowerCtx;
 
 struct ResizePlan {
     Shape out;
-    std::vector<double> scale;   // per axis
+    std::vector<double> scale;  // per axis
     std::string mode, coord, nearest;
     double cubic_a = -0.75;
     bool from_scales = true;  // output size came from scales (align_corners then uses in * scale)
@@ -35,8 +35,10 @@ ResizePlan resize_plan(OpCtx& c) {
     std::vector<double> scales;
     std::vector<int64_t> sizes;
     if (upsample) {
-        if (c.opset() >= 9) for (auto v : c.cval(1).to_f32()) scales.push_back(v);
-        else for (auto v : c.afs("scales")) scales.push_back(v);
+        if (c.opset() >= 9)
+            for (auto v : c.cval(1).to_f32()) scales.push_back(v);
+        else
+            for (auto v : c.afs("scales")) scales.push_back(v);
         p.coord = "asymmetric";
         p.nearest = "floor";
         if (p.mode == "bilinear") p.mode = "linear";
@@ -50,30 +52,39 @@ ResizePlan resize_plan(OpCtx& c) {
             p.coord = "asymmetric";
             p.nearest = "floor";
         } else {
-            if (c.has(2) && c.cval(2).numel() > 0) for (auto v : c.cval(2).to_f32()) scales.push_back(v);
+            if (c.has(2) && c.cval(2).numel() > 0)
+                for (auto v : c.cval(2).to_f32()) scales.push_back(v);
             if (c.has(3) && c.cval(3).numel() > 0) sizes = c.cints(3);
         }
-        if (c.opset() >= 18 && (c.has(4) || c.ai("antialias", 0) != 0 || c.as("keep_aspect_ratio_policy", "stretch") != "stretch"))
+        if (c.opset() >= 18 &&
+            (c.has(4) || c.ai("antialias", 0) != 0 || c.as("keep_aspect_ratio_policy", "stretch") != "stretch"))
             c.fail_unsupported("Resize axes/antialias/keep_aspect_ratio_policy are not supported yet");
     }
     if (p.coord == "tf_crop_and_resize") {
         if (!c.has(1)) c.fail("tf_crop_and_resize needs the roi input");
         for (auto v : c.cval(1).to_f32()) p.roi.push_back(v);
-        if (int(p.roi.size()) != 2 * rk) c.fail("roi has " + std::to_string(p.roi.size()) + " values for rank " + std::to_string(rk));
+        if (int(p.roi.size()) != 2 * rk)
+            c.fail("roi has " + std::to_string(p.roi.size()) + " values for rank " + std::to_string(rk));
         p.extrapolation = c.af("extrapolation_value", 0.0f);
     }
     p.out.resize(rk);
     p.scale.resize(rk);
     if (!sizes.empty()) {
         if (int(sizes.size()) != rk) c.fail("sizes has the wrong length");
-        for (int i = 0; i < rk; ++i) { p.out[i] = sizes[i]; p.scale[i] = double(sizes[i]) / double(s[i]); }
+        for (int i = 0; i < rk; ++i) {
+            p.out[i] = sizes[i];
+            p.scale[i] = double(sizes[i]) / double(s[i]);
+        }
         p.from_scales = false;
     } else {
-        if (int(scales.size()) != rk) c.fail("scales has " + std::to_string(scales.size()) + " entries for rank " + std::to_string(rk));
+        if (int(scales.size()) != rk)
+            c.fail("scales has " + std::to_string(scales.size()) + " entries for rank " + std::to_string(rk));
         for (int i = 0; i < rk; ++i) {
             if (!(scales[i] > 0)) c.fail("scales must be positive");
             double o = std::floor(double(s[i]) * scales[i] + 1e-9);
-            if (!(o < 0x1p40)) c.fail("scales give an output dim of " + std::to_string(o) + ", too large");  // (never cast out of range)
+            if (!(o < 0x1p40))
+                c.fail("scales give an output dim of " + std::to_string(o) +
+                       ", too large");  // (never cast out of range)
             p.scale[i] = scales[i];
             p.out[i] = int64_t(o);
         }
@@ -86,7 +97,8 @@ double source_coord(const ResizePlan& p, int a, int64_t x, int64_t in, int64_t o
     const std::string& m = p.coord;
     if (m == "tf_crop_and_resize") {
         double st = p.roi[size_t(a)], en = p.roi[p.roi.size() / 2 + size_t(a)];
-        return out > 1 ? st * double(in - 1) + double(x) * (en - st) * double(in - 1) / double(out - 1) : 0.5 * (st + en) * double(in - 1);
+        return out > 1 ? st * double(in - 1) + double(x) * (en - st) * double(in - 1) / double(out - 1)
+                       : 0.5 * (st + en) * double(in - 1);
     }
     if (m == "asymmetric") return x / scale;
     if (m == "align_corners") {
@@ -143,13 +155,15 @@ Taps axis_taps(const ResizePlan& p, int a, int64_t in, int64_t out, double scale
             double ws[4], sum = 0;
             for (int k = -1; k <= 2; ++k) {
                 double d = std::fabs(double(k) - f);
-                double v = d <= 1 ? ((ca + 2) * d - (ca + 3)) * d * d + 1 : (d < 2 ? ((ca * d - 5 * ca) * d + 8 * ca) * d - 4 * ca : 0);
+                double v = d <= 1 ? ((ca + 2) * d - (ca + 3)) * d * d + 1
+                                  : (d < 2 ? ((ca * d - 5 * ca) * d + 8 * ca) * d - 4 * ca : 0);
                 int64_t idx = x0 + k;
                 if (p.exclude_outside && (idx < 0 || idx >= in)) v = 0;
                 ws[k + 1] = v;
                 sum += v;
             }
-            for (int k = -1; k <= 2; ++k) t.push_back({std::clamp<int64_t>(x0 + k, 0, in - 1), p.exclude_outside ? ws[k + 1] / sum : ws[k + 1]});
+            for (int k = -1; k <= 2; ++k)
+                t.push_back({std::clamp<int64_t>(x0 + k, 0, in - 1), p.exclude_outside ? ws[k + 1] / sum : ws[k + 1]});
         }
     }
     return taps;
@@ -182,7 +196,8 @@ void eval_resize(OpCtx& c) {
         for (int64_t o = 0; o < outer; ++o)
             for (int64_t j = 0; j < out; ++j)
                 for (auto& t : taps[size_t(j)])
-                    for (int64_t i = 0; i < inner; ++i) y[size_t((o * out + j) * inner + i)] += t.second * v[size_t((o * in + t.first) * inner + i)];
+                    for (int64_t i = 0; i < inner; ++i)
+                        y[size_t((o * out + j) * inner + i)] += t.second * v[size_t((o * in + t.first) * inner + i)];
         v = std::move(y);
         cur[size_t(a)] = out;
     }
@@ -190,7 +205,8 @@ void eval_resize(OpCtx& c) {
     const Shape& s = c.shape(0);
     for_grid(p.out, [&](int64_t e, const std::vector<int64_t>& idx) {
         bool in = true;
-        for (int a = 0; a < rk && in; ++a) in = inside(p, a, idx[size_t(a)], s[size_t(a)], p.out[size_t(a)], p.scale[size_t(a)]);
+        for (int a = 0; a < rk && in; ++a)
+            in = inside(p, a, idx[size_t(a)], s[size_t(a)], p.out[size_t(a)], p.scale[size_t(a)]);
         r.setf(e, in ? v[size_t(e)] : p.extrapolation);
     });
     c.set_const(0, r);
@@ -205,7 +221,8 @@ ggml_tensor* extrapolate(Lc& c, const ResizePlan& p, ggml_tensor* y) {
     std::vector<std::vector<float>> in_ax(static_cast<size_t>(rk));
     bool all = true;
     for (int a = 0; a < rk; ++a) {
-        for (int64_t x = 0; x < p.out[size_t(a)]; ++x) in_ax[size_t(a)].push_back(inside(p, a, x, s[size_t(a)], p.out[size_t(a)], p.scale[size_t(a)]) ? 1.f : 0.f);
+        for (int64_t x = 0; x < p.out[size_t(a)]; ++x)
+            in_ax[size_t(a)].push_back(inside(p, a, x, s[size_t(a)], p.out[size_t(a)], p.scale[size_t(a)]) ? 1.f : 0.f);
         bool ax_all = std::all_of(in_ax[size_t(a)].begin(), in_ax[size_t(a)].end(), [](float v) { return v == 1.f; });
         if (!ax_all) ms[size_t(a)] = p.out[size_t(a)];
         all &= ax_all;
@@ -232,17 +249,22 @@ void lower_resize(Lc& c) {
         std::vector<std::vector<int64_t>> idx(rk);
         bool fast = true;  // matches ggml's nearest (floor(i * in / out)) on every axis
         for (int a = 0; a < rk; ++a) {
-            for (int64_t i = 0; i < p.out[a]; ++i) idx[a].push_back(nearest_index(p, source_coord(p, a, i, s[a], p.out[a], p.scale[a]), s[a]));
+            for (int64_t i = 0; i < p.out[a]; ++i)
+                idx[a].push_back(nearest_index(p, source_coord(p, a, i, s[a], p.out[a], p.scale[a]), s[a]));
             bool ident = p.out[a] == s[a];
             for (int64_t i = 0; i < p.out[a]; ++i) ident &= idx[a][i] == i;
-            if (ident) { idx[a].clear(); continue; }
+            if (ident) {
+                idx[a].clear();
+                continue;
+            }
             bool floor_rule = p.out[a] % s[a] == 0 && ggml_dim(a, rk) < 2;
             for (int64_t i = 0; i < p.out[a] && floor_rule; ++i) floor_rule &= idx[a][i] == i * s[a] / p.out[a];
             fast &= floor_rule;
         }
         if (fast && p.coord != "tf_crop_and_resize") {
             auto ne = to_ne(p.out);
-            c.set(0, G(c.b, ggml_interpolate, c.cont(x), ne[0], ne[1], ne[2], ne[3], uint32_t(GGML_SCALE_MODE_NEAREST)));
+            c.set(0,
+                  G(c.b, ggml_interpolate, c.cont(x), ne[0], ne[1], ne[2], ne[3], uint32_t(GGML_SCALE_MODE_NEAREST)));
             return;
         }
         Shape cur = s;
@@ -257,13 +279,16 @@ void lower_resize(Lc& c) {
     // linear / cubic: separable, one matrix product per resized axis
     Shape cur = s;
     for (int a = rk - 1; a >= 0; --a) {
-        if (p.out[a] == s[a] && (p.coord == "half_pixel" || p.coord == "asymmetric" || p.coord == "align_corners" ||
-                                 p.coord == "pytorch_half_pixel") && p.scale[a] == 1.0)
+        if (p.out[a] == s[a] &&
+            (p.coord == "half_pixel" || p.coord == "asymmetric" || p.coord == "align_corners" ||
+             p.coord == "pytorch_half_pixel") &&
+            p.scale[a] == 1.0)
             continue;
         ggml_tensor* m = c.constant(interp_matrix(p, a, s[a], p.out[a], p.scale[a]));  // ne [in, out]
         // move axis a last, contract, move back
         std::vector<int64_t> perm;
-        for (int i = 0; i < rk; ++i) if (i != a) perm.push_back(i);
+        for (int i = 0; i < rk; ++i)
+            if (i != a) perm.push_back(i);
         perm.push_back(a);
         Shape ps;
         for (auto v : perm) ps.push_back(cur[v]);

@@ -30,7 +30,7 @@ struct Act {
 
 struct Rnn {
     enum Kind { Simple, Gru, Lstm } kind;
-    int gates;                      // 1, 3, 4
+    int gates;  // 1, 3, 4
     int64_t seq, batch, in, hidden, dirs;
     bool layout1;
 };
@@ -50,14 +50,19 @@ Rnn rnn_dims(OpCtx& c, Rnn::Kind kind) {
     r.dirs = dir == "bidirectional" ? 2 : 1;
     const Shape& w = c.shape(1);
     r.hidden = c.ai("hidden_size", w.size() == 3 ? w[1] / r.gates : 0);
-    if (w != Shape{r.dirs, r.gates * r.hidden, r.in}) c.fail("W has shape " + shape_str(w) + ", expected " + shape_str({r.dirs, r.gates * r.hidden, r.in}));
+    if (w != Shape{r.dirs, r.gates * r.hidden, r.in})
+        c.fail("W has shape " + shape_str(w) + ", expected " + shape_str({r.dirs, r.gates * r.hidden, r.in}));
     if (c.shape(2) != Shape{r.dirs, r.gates * r.hidden, r.hidden}) c.fail("R has shape " + shape_str(c.shape(2)));
     if (c.has(3) && c.shape(3) != Shape{r.dirs, 2 * r.gates * r.hidden}) c.fail("B has shape " + shape_str(c.shape(3)));
-    if (c.has(4) && c.shape(4) != Shape{r.batch}) c.fail("sequence_lens has shape " + shape_str(c.shape(4)) + ", expected " + shape_str({r.batch}));
+    if (c.has(4) && c.shape(4) != Shape{r.batch})
+        c.fail("sequence_lens has shape " + shape_str(c.shape(4)) + ", expected " + shape_str({r.batch}));
     Shape hs = r.layout1 ? Shape{r.batch, r.dirs, r.hidden} : Shape{r.dirs, r.batch, r.hidden};
     for (int i : kind == Rnn::Lstm ? std::vector<int>{5, 6} : std::vector<int>{5})  // initial_h, initial_c
-        if (c.has(i) && c.shape(i) != hs) c.fail(std::string(i == 5 ? "initial_h" : "initial_c") + " has shape " + shape_str(c.shape(i)) + ", expected " + shape_str(hs));
-    if (kind == Rnn::Lstm && c.has(7) && c.shape(7) != Shape{r.dirs, 3 * r.hidden}) c.fail("P has shape " + shape_str(c.shape(7)));
+        if (c.has(i) && c.shape(i) != hs)
+            c.fail(std::string(i == 5 ? "initial_h" : "initial_c") + " has shape " + shape_str(c.shape(i)) +
+                   ", expected " + shape_str(hs));
+    if (kind == Rnn::Lstm && c.has(7) && c.shape(7) != Shape{r.dirs, 3 * r.hidden})
+        c.fail("P has shape " + shape_str(c.shape(7)));
     if (c.ai("input_forget", 0) != 0) c.fail_unsupported("LSTM input_forget=1");
     return r;
 }
@@ -72,13 +77,15 @@ void infer_rnn(OpCtx& c, Rnn::Kind kind) {
 }
 
 // input i as doubles (its shape checked by rnn_dims), or n zeros when absent
-std::vector<double> vals(OpCtx& c, int i, int64_t n) { return c.has(i) ? to_f64(c.cval(i)) : std::vector<double>(size_t(n), 0.0); }
+std::vector<double> vals(OpCtx& c, int i, int64_t n) {
+    return c.has(i) ? to_f64(c.cval(i)) : std::vector<double>(size_t(n), 0.0);
+}
 
 void eval_rnn(OpCtx& c, Rnn::Kind kind) {
     Rnn r = rnn_dims(c, kind);
     int64_t H = r.hidden, G = r.gates, B = r.batch, I = r.in, S = r.seq;
-    std::vector<double> X = vals(c, 0, S * B * I), W = vals(c, 1, r.dirs * G * H * I), R = vals(c, 2, r.dirs * G * H * H),
-                        Bias = vals(c, 3, r.dirs * 2 * G * H);
+    std::vector<double> X = vals(c, 0, S * B * I), W = vals(c, 1, r.dirs * G * H * I),
+                        R = vals(c, 2, r.dirs * G * H * H), Bias = vals(c, 3, r.dirs * 2 * G * H);
     std::vector<double> H0 = vals(c, 5, r.dirs * B * H), C0, P;  // initial_h; LSTM: initial_c, P
     if (kind == Rnn::Lstm) C0 = vals(c, 6, r.dirs * B * H), P = vals(c, 7, r.dirs * 3 * H);
     // where a direction's and batch's state starts in initial_h / initial_c, Y_h / Y_c (layout 1: batch first)
@@ -87,13 +94,15 @@ void eval_rnn(OpCtx& c, Rnn::Kind kind) {
     if (c.has(4)) {
         auto l = c.cints(4);
         for (int64_t b = 0; b < B; ++b) {
-            if (l[size_t(b)] < 0 || l[size_t(b)] > S) c.fail("sequence_lens value " + std::to_string(l[size_t(b)]) + " is out of range");
+            if (l[size_t(b)] < 0 || l[size_t(b)] > S)
+                c.fail("sequence_lens value " + std::to_string(l[size_t(b)]) + " is out of range");
             lens[size_t(b)] = l[size_t(b)];
         }
     }
     // activations per direction: RNN f; GRU f, g; LSTM f, g, h
     int nact = kind == Rnn::Simple ? 1 : kind == Rnn::Gru ? 2 : 3;
-    std::vector<std::string> names = c.has_attr("activations") ? c.node().attrs.at("activations").strings : std::vector<std::string>{};
+    std::vector<std::string> names =
+        c.has_attr("activations") ? c.node().attrs.at("activations").strings : std::vector<std::string>{};
     std::vector<float> alpha = c.afs("activation_alpha"), beta = c.afs("activation_beta");
     std::vector<Act> acts;
     size_t ai = 0, bi = 0;
@@ -101,10 +110,13 @@ void eval_rnn(OpCtx& c, Rnn::Kind kind) {
         Act a;
         if (size_t(k) < names.size()) a.name = names[size_t(k)];
         else a.name = kind == Rnn::Simple ? "Tanh" : (k % nact == 0 ? "Sigmoid" : "Tanh");
-        static const std::vector<std::string> known = {"Sigmoid", "Tanh", "Relu", "Affine", "LeakyRelu", "ThresholdedRelu",
-                                                       "ScaledTanh", "HardSigmoid", "Elu", "Softsign", "Softplus"};
-        if (std::find(known.begin(), known.end(), a.name) == known.end()) c.fail_unsupported("activation '" + a.name + "'");
-        bool uses_a = a.name == "Affine" || a.name == "LeakyRelu" || a.name == "ThresholdedRelu" || a.name == "ScaledTanh" || a.name == "HardSigmoid" || a.name == "Elu";
+        static const std::vector<std::string> known = {
+            "Sigmoid",    "Tanh",        "Relu", "Affine",   "LeakyRelu", "ThresholdedRelu",
+            "ScaledTanh", "HardSigmoid", "Elu",  "Softsign", "Softplus"};
+        if (std::find(known.begin(), known.end(), a.name) == known.end())
+            c.fail_unsupported("activation '" + a.name + "'");
+        bool uses_a = a.name == "Affine" || a.name == "LeakyRelu" || a.name == "ThresholdedRelu" ||
+                      a.name == "ScaledTanh" || a.name == "HardSigmoid" || a.name == "Elu";
         bool uses_b = a.name == "Affine" || a.name == "ScaledTanh" || a.name == "HardSigmoid";
         a.alpha = a.name == "LeakyRelu" ? 0.01 : a.name == "HardSigmoid" ? 0.2 : 1.0;
         a.beta = a.name == "HardSigmoid" ? 0.5 : 0.0;
@@ -119,7 +131,9 @@ void eval_rnn(OpCtx& c, Rnn::Kind kind) {
     std::string dir = c.as("direction", "forward");
 
     std::vector<double> Y(size_t(S * r.dirs * B * H), 0.0), Yh(size_t(r.dirs * B * H)), Yc(size_t(r.dirs * B * H));
-    auto xat = [&](int64_t t, int64_t b, int64_t i) { return X[size_t(r.layout1 ? (b * S + t) * I + i : (t * B + b) * I + i)]; };
+    auto xat = [&](int64_t t, int64_t b, int64_t i) {
+        return X[size_t(r.layout1 ? (b * S + t) * I + i : (t * B + b) * I + i)];
+    };
     std::vector<double> gx(size_t(G * H)), gh(size_t(G * H));
     for (int64_t d = 0; d < r.dirs; ++d) {
         bool reverse = dir == "reverse" || d == 1;
@@ -174,7 +188,8 @@ void eval_rnn(OpCtx& c, Rnn::Kind kind) {
                 }
                 h = hn;
                 for (int64_t k = 0; k < H; ++k)
-                    Y[size_t(r.layout1 ? ((b * S + t) * r.dirs + d) * H + k : ((t * r.dirs + d) * B + b) * H + k)] = h[size_t(k)];
+                    Y[size_t(r.layout1 ? ((b * S + t) * r.dirs + d) * H + k : ((t * r.dirs + d) * B + b) * H + k)] =
+                        h[size_t(k)];
             }
             for (int64_t k = 0; k < H; ++k) {
                 size_t o = size_t(state(d, b) + k);
@@ -197,7 +212,8 @@ void eval_rnn(OpCtx& c, Rnn::Kind kind) {
 }  // namespace
 
 O2G_OP_FAMILY(rnn) {
-    for (auto [op, kind] : {std::pair<const char*, Rnn::Kind>{"RNN", Rnn::Simple}, {"GRU", Rnn::Gru}, {"LSTM", Rnn::Lstm}}) {
+    for (auto [op, kind] :
+         {std::pair<const char*, Rnn::Kind>{"RNN", Rnn::Simple}, {"GRU", Rnn::Gru}, {"LSTM", Rnn::Lstm}}) {
         OpDef d;
         d.op_type = op;
         d.min_inputs = 3;
@@ -206,7 +222,8 @@ O2G_OP_FAMILY(rnn) {
         d.eval = [k](OpCtx& c) { eval_rnn(c, k); };
         d.work = [k](OpCtx& c) {
             Rnn r = rnn_dims(c, k);
-            return double(r.dirs * r.batch * r.seq * r.gates) * double(r.hidden) * double(r.in + r.hidden) * (k == Rnn::Gru ? double(r.hidden) : 1.0);
+            return double(r.dirs * r.batch * r.seq * r.gates) * double(r.hidden) * double(r.in + r.hidden) *
+                   (k == Rnn::Gru ? double(r.hidden) : 1.0);
         };
         r.add(d);
     }

@@ -54,7 +54,8 @@ void register_gridsample(Registry& r) {
     d.min_inputs = 2;
     d.infer = [](OpCtx& c) {
         const Shape &x = c.shape(0), &g = c.shape(1);
-        if (x.size() != 4 || g.size() != 4 || g[3] != 2 || g[0] != x[0]) c.fail("expects X [N,C,H,W] and grid [N,H_out,W_out,2], got " + shape_str(x) + " and " + shape_str(g));
+        if (x.size() != 4 || g.size() != 4 || g[3] != 2 || g[0] != x[0])
+            c.fail("expects X [N,C,H,W] and grid [N,H_out,W_out,2], got " + shape_str(x) + " and " + shape_str(g));
         std::string mode = c.as("mode", "bilinear"), pad = c.as("padding_mode", "zeros");
         if (mode != "bilinear" && mode != "nearest" && mode != "bicubic") c.fail("unknown mode '" + mode + "'");
         if (pad != "zeros" && pad != "border" && pad != "reflection") c.fail("unknown padding_mode '" + pad + "'");
@@ -94,8 +95,8 @@ void register_gridsample(Registry& r) {
                             } else {
                                 double fx = std::floor(ix), fy = std::floor(iy), lx = ix - fx, ly = iy - fy;
                                 int64_t x0 = int64_t(fx), y0 = int64_t(fy);
-                                v = at(y0, x0) * (1 - lx) * (1 - ly) + at(y0, x0 + 1) * lx * (1 - ly) + at(y0 + 1, x0) * (1 - lx) * ly +
-                                    at(y0 + 1, x0 + 1) * lx * ly;
+                                v = at(y0, x0) * (1 - lx) * (1 - ly) + at(y0, x0 + 1) * lx * (1 - ly) +
+                                    at(y0 + 1, x0) * (1 - lx) * ly + at(y0 + 1, x0 + 1) * lx * ly;
                             }
                         }
                         y.setf(((n * C + ch) * HO + oh) * WO + ow, v);
@@ -116,7 +117,8 @@ void register_roialign(Registry& r) {
         require_index(c, 2);
         const Shape &x = c.shape(0), &rois = c.shape(1), &bi = c.shape(2);
         if (x.size() != 4 || rois.size() != 2 || rois[1] != 4 || bi != Shape{rois[0]})
-            c.fail("expects X [N,C,H,W], rois [R,4], batch_indices [R], got " + shape_str(x) + ", " + shape_str(rois) + ", " + shape_str(bi));
+            c.fail("expects X [N,C,H,W], rois [R,4], batch_indices [R], got " + shape_str(x) + ", " + shape_str(rois) +
+                   ", " + shape_str(bi));
         int64_t oh = c.ai("output_height", 1), ow = c.ai("output_width", 1);
         if (oh <= 0 || ow <= 0 || oh > (1 << 20) || ow > (1 << 20)) c.fail("output_height/width must be positive");
         std::string mode = c.as("mode", "avg");
@@ -130,7 +132,8 @@ void register_roialign(Registry& r) {
         int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], R = c.shape(1)[0];
         int64_t OH = c.ai("output_height", 1), OW = c.ai("output_width", 1), ratio = c.ai("sampling_ratio", 0);
         double scale = c.af("spatial_scale", 1.0f);
-        bool half_pixel = c.as("coordinate_transformation_mode", "half_pixel") == "half_pixel", is_max = c.as("mode", "avg") == "max";
+        bool half_pixel = c.as("coordinate_transformation_mode", "half_pixel") == "half_pixel",
+             is_max = c.as("mode", "avg") == "max";
         double off = half_pixel ? 0.5 : 0.0;
         Tensor y = Tensor::zeros(c.dtype(0), c.out(0).shape);
         for (int64_t ri = 0; ri < R; ++ri) {
@@ -140,10 +143,14 @@ void register_roialign(Registry& r) {
             double rw = rois.getf(ri * 4 + 2) * scale - off - x1, rh = rois.getf(ri * 4 + 3) * scale - off - y1;
             if (!half_pixel) rw = std::max(rw, 1.0), rh = std::max(rh, 1.0);
             double bh = rh / double(OH), bw = rw / double(OW);
-            if (!(std::fabs(rh) < 1e9 && std::fabs(rw) < 1e9)) c.fail("roi " + std::to_string(ri) + " is not a finite box of sane size");
-            int64_t gh = ratio > 0 ? ratio : int64_t(std::ceil(rh / double(OH))), gw = ratio > 0 ? ratio : int64_t(std::ceil(rw / double(OW)));
+            if (!(std::fabs(rh) < 1e9 && std::fabs(rw) < 1e9))
+                c.fail("roi " + std::to_string(ri) + " is not a finite box of sane size");
+            int64_t gh = ratio > 0 ? ratio : int64_t(std::ceil(rh / double(OH))),
+                    gw = ratio > 0 ? ratio : int64_t(std::ceil(rw / double(OW)));
             gh = std::max<int64_t>(gh, 0), gw = std::max<int64_t>(gw, 0);
-            if (double(gh) * double(gw) > 1e6) c.fail("RoiAlign sampling grid of " + std::to_string(gh) + " x " + std::to_string(gw) + " points per bin (a huge roi?)");
+            if (double(gh) * double(gw) > 1e6)
+                c.fail("RoiAlign sampling grid of " + std::to_string(gh) + " x " + std::to_string(gw) +
+                       " points per bin (a huge roi?)");
             double count = double(std::max<int64_t>(gh * gw, 1));
             for (int64_t ch = 0; ch < C; ++ch) {
                 auto at = [&](int64_t yy, int64_t xx) { return x.getf(((b * C + ch) * H + yy) * W + xx); };
@@ -159,14 +166,17 @@ void register_roialign(Registry& r) {
                                 if (!(yy < -1.0 || yy > double(H) || xx < -1.0 || xx > double(W))) {
                                     yy = std::max(yy, 0.0), xx = std::max(xx, 0.0);
                                     int64_t yl = int64_t(yy), xl = int64_t(xx), yhi, xhi;
-                                    if (yl >= H - 1) yhi = yl = H - 1, yy = double(yl); else yhi = yl + 1;
-                                    if (xl >= W - 1) xhi = xl = W - 1, xx = double(xl); else xhi = xl + 1;
+                                    if (yl >= H - 1) yhi = yl = H - 1, yy = double(yl);
+                                    else yhi = yl + 1;
+                                    if (xl >= W - 1) xhi = xl = W - 1, xx = double(xl);
+                                    else xhi = xl + 1;
                                     double ly = yy - double(yl), lx = xx - double(xl), hy = 1 - ly, hx = 1 - lx;
                                     w[0] = hy * hx, w[1] = hy * lx, w[2] = ly * hx, w[3] = ly * lx;
                                     p[0] = at(yl, xl), p[1] = at(yl, xhi), p[2] = at(yhi, xl), p[3] = at(yhi, xhi);
                                 }
                                 if (is_max) {  // ONNX Runtime: the largest weighted corner of each sample
-                                    v = std::max(std::max(w[0] * p[0], w[1] * p[1]), std::max(w[2] * p[2], w[3] * p[3]));
+                                    v = std::max(std::max(w[0] * p[0], w[1] * p[1]),
+                                                 std::max(w[2] * p[2], w[3] * p[3]));
                                     acc = first ? v : std::max(acc, v);
                                     first = false;
                                 } else {
@@ -192,15 +202,18 @@ void register_maxunpool(Registry& r) {
     d.infer = [](OpCtx& c) {
         const Shape& x = c.shape(0);
         require_index(c, 1);
-        if (x.size() < 3 || c.shape(1) != x) c.fail("X must have rank >= 3 and I its shape, got " + shape_str(x) + " and " + shape_str(c.shape(1)));
+        if (x.size() < 3 || c.shape(1) != x)
+            c.fail("X must have rank >= 3 and I its shape, got " + shape_str(x) + " and " + shape_str(c.shape(1)));
         size_t nsp = x.size() - 2;
         std::vector<int64_t> k = c.ais("kernel_shape"), s = c.ais("strides", std::vector<int64_t>(nsp, 1)),
                              p = c.ais("pads", std::vector<int64_t>(2 * nsp, 0));
-        if (k.size() != nsp || s.size() != nsp || p.size() != 2 * nsp) c.fail("kernel_shape, strides and pads must match the spatial dims");
+        if (k.size() != nsp || s.size() != nsp || p.size() != 2 * nsp)
+            c.fail("kernel_shape, strides and pads must match the spatial dims");
         Shape o = {x[0], x[1]};
         if (c.has(2)) {
             o = c.cints(2);
-            if (o.size() != x.size() || o[0] != x[0] || o[1] != x[1]) c.fail("output_shape " + shape_str(o) + " does not fit X " + shape_str(x));
+            if (o.size() != x.size() || o[0] != x[0] || o[1] != x[1])
+                c.fail("output_shape " + shape_str(o) + " does not fit X " + shape_str(x));
         } else {
             for (size_t i = 0; i < nsp; ++i) o.push_back((x[i + 2] - 1) * s[i] + k[i] - p[i] - p[i + nsp]);
         }
@@ -214,7 +227,8 @@ void register_maxunpool(Registry& r) {
         const Tensor& x = c.cval(0);
         const Shape& xs = c.shape(0);
         size_t nsp = xs.size() - 2;
-        std::vector<int64_t> k = c.ais("kernel_shape"), s = c.ais("strides", std::vector<int64_t>(nsp, 1)), p = c.ais("pads", std::vector<int64_t>(2 * nsp, 0));
+        std::vector<int64_t> k = c.ais("kernel_shape"), s = c.ais("strides", std::vector<int64_t>(nsp, 1)),
+                             p = c.ais("pads", std::vector<int64_t>(2 * nsp, 0));
         Shape def = {xs[0], xs[1]};
         for (size_t i = 0; i < nsp; ++i) def.push_back((xs[i + 2] - 1) * s[i] + k[i] - p[i] - p[i + nsp]);
         auto idx = c.cints(1);
@@ -223,7 +237,8 @@ void register_maxunpool(Registry& r) {
         int64_t n = shape_numel(def);
         size_t es = dtype_size(x.dtype);
         for (size_t i = 0; i < idx.size(); ++i) {
-            if (idx[i] < 0 || idx[i] >= n) c.fail("index " + std::to_string(idx[i]) + " is out of range for an unpooled shape " + shape_str(def));
+            if (idx[i] < 0 || idx[i] >= n)
+                c.fail("index " + std::to_string(idx[i]) + " is out of range for an unpooled shape " + shape_str(def));
             int64_t rem = idx[i], o = 0, mul = 1;
             bool inside = true;
             for (int d = int(def.size()) - 1; d >= 0; --d) {
@@ -259,8 +274,9 @@ std::vector<int64_t> nms(OpCtx& c) {
     int64_t B = bs[0], N = bs[1], C = ss[1];
     double work = double(B) * double(C) * double(N) * double(std::min(N, std::max<int64_t>(max_out, 0)));
     if (work > c.graph().max_eval_work)
-        c.fail_unsupported("NonMaxSuppression over " + std::to_string(B * C) + " x " + std::to_string(N) + " boxes is too large to evaluate on the host (" +
-                           std::to_string(work) + " operations, limit " + std::to_string(c.graph().max_eval_work) + ")");
+        c.fail_unsupported("NonMaxSuppression over " + std::to_string(B * C) + " x " + std::to_string(N) +
+                           " boxes is too large to evaluate on the host (" + std::to_string(work) +
+                           " operations, limit " + std::to_string(c.graph().max_eval_work) + ")");
     auto corners = [&](int64_t b, int64_t i, double* o) {  // y1, x1, y2, x2 with y1 <= y2, x1 <= x2
         const int64_t base = (b * N + i) * 4;
         double v0 = boxes.getf(base), v1 = boxes.getf(base + 1), v2 = boxes.getf(base + 2), v3 = boxes.getf(base + 3);
@@ -283,7 +299,9 @@ std::vector<int64_t> nms(OpCtx& c) {
             std::vector<int64_t> cand;
             for (int64_t i = 0; i < N; ++i)
                 if (!has_st || scores.getf((b * C + cl) * N + i) > score_t) cand.push_back(i);
-            std::stable_sort(cand.begin(), cand.end(), [&](int64_t p, int64_t q) { return scores.getf((b * C + cl) * N + p) > scores.getf((b * C + cl) * N + q); });
+            std::stable_sort(cand.begin(), cand.end(), [&](int64_t p, int64_t q) {
+                return scores.getf((b * C + cl) * N + p) > scores.getf((b * C + cl) * N + q);
+            });
             std::vector<std::array<double, 4>> kept;
             for (int64_t i : cand) {
                 if (int64_t(kept.size()) >= max_out) break;

@@ -13,11 +13,11 @@ std::vector<int> seq_in(OpCtx& c, int i) {  // a copy: new values may move the g
     return *c.in(i).seq;
 }
 
-
 // position input i of a sequence of n elements (negative counts from the end), within [lo, n + hi]
 int64_t seq_pos(OpCtx& c, int i, int64_t n, int64_t def, int64_t hi) {
     int64_t p = c.has(i) ? c.cval(i).geti(0) : def;
-    if (p < -n || p > n - 1 + hi) c.fail("position " + std::to_string(p) + " is out of range for a sequence of " + std::to_string(n));
+    if (p < -n || p > n - 1 + hi)
+        c.fail("position " + std::to_string(p) + " is out of range for a sequence of " + std::to_string(n));
     return p < 0 ? p + n : p;
 }
 
@@ -70,7 +70,8 @@ O2G_OP_FAMILY(sequence) {
         std::vector<int> parts = e;
         if (c.ai("new_axis", 0) != 0) {  // stack: unsqueeze every element at the new axis first
             int64_t rank = int64_t(c.graph().values[size_t(e[0])].shape.size()), a = c.ai("axis", 0);
-            if (a < -rank - 1 || a > rank) c.fail("axis " + std::to_string(a) + " is out of range for new_axis on rank " + std::to_string(rank));
+            if (a < -rank - 1 || a > rank)
+                c.fail("axis " + std::to_string(a) + " is out of range for new_axis on rank " + std::to_string(rank));
             if (a < 0) a += rank + 1;
             for (int& p : parts) {
                 int u = c.graph().new_value(c.node().name + "_unsqueezed");
@@ -108,7 +109,10 @@ O2G_OP_FAMILY(sequence) {
         for (size_t i = 0; i < sizes.size(); ++i) pieces.push_back(c.graph().new_value(c.node().name + "_piece"));
         Node split;
         if (c.graph().opset("") >= 13) {
-            split = c.make_node("Split", {c.node().inputs[0], c.new_const(Tensor::from_i64(sizes, {int64_t(sizes.size())}), c.node().name + "_split")}, pieces);
+            split = c.make_node("Split",
+                                {c.node().inputs[0], c.new_const(Tensor::from_i64(sizes, {int64_t(sizes.size())}),
+                                                                 c.node().name + "_split")},
+                                pieces);
         } else {
             split = c.make_node("Split", {c.node().inputs[0]}, pieces);
             split.attrs["split"] = ints_attr(sizes);

@@ -9,7 +9,8 @@ namespace onnx2ggml {
 namespace {
 
 // One DFT of n complex samples (re, im) -> bins [0, nout), sign -1 forward, +1 inverse (scaled 1/n).
-void dft1(const std::vector<double>& re, const std::vector<double>& im, int64_t nout, bool inverse, std::vector<double>& ore, std::vector<double>& oim) {
+void dft1(const std::vector<double>& re, const std::vector<double>& im, int64_t nout, bool inverse,
+          std::vector<double>& ore, std::vector<double>& oim) {
     int64_t n = int64_t(re.size());
     ore.assign(size_t(nout), 0.0);
     oim.assign(size_t(nout), 0.0);
@@ -38,7 +39,8 @@ void register_dft(Registry& r) {
     d.host_inputs = {1};
     auto geom = [](OpCtx& c, int& axis, int64_t& n, int64_t& nout) {
         const Shape& s = c.shape(0);
-        if (s.size() < 3 || (s.back() != 1 && s.back() != 2)) c.fail("input must be [batch, ..., 1 or 2], got " + shape_str(s));
+        if (s.size() < 3 || (s.back() != 1 && s.back() != 2))
+            c.fail("input must be [batch, ..., 1 or 2], got " + shape_str(s));
         axis = c.axis(c.ai("axis", 1), int(s.size()) - 1);
         if (axis == 0) c.fail("axis 0 is the batch dim");
         n = dft_length(c, axis);
@@ -53,7 +55,9 @@ void register_dft(Registry& r) {
         o.back() = 2;
         c.set_out(0, c.dtype(0), o);
     };
-    d.work = [](OpCtx& c) { return double(shape_numel(c.out(0).shape)) * double(dft_length(c, c.axis(c.ai("axis", 1), c.rank(0) - 1))); };
+    d.work = [](OpCtx& c) {
+        return double(shape_numel(c.out(0).shape)) * double(dft_length(c, c.axis(c.ai("axis", 1), c.rank(0) - 1)));
+    };
     d.eval = [geom](OpCtx& c) {
         int axis;
         int64_t n, nout;
@@ -92,10 +96,13 @@ void register_stft(Registry& r) {
     d.host_inputs = {1, 3};
     auto geom = [](OpCtx& c, int64_t& step, int64_t& flen, int64_t& frames, int64_t& bins) {
         const Shape& s = c.shape(0);
-        if (s.size() != 3 || (s[2] != 1 && s[2] != 2)) c.fail("signal must be [batch, length, 1 or 2], got " + shape_str(s));
+        if (s.size() != 3 || (s[2] != 1 && s[2] != 2))
+            c.fail("signal must be [batch, length, 1 or 2], got " + shape_str(s));
         step = c.cval(1).geti(0);
         flen = c.has(3) ? c.cval(3).geti(0) : (c.has(2) ? shape_numel(c.shape(2)) : 0);
-        if (step <= 0 || flen <= 0 || flen > s[1]) c.fail("frame_step " + std::to_string(step) + " / frame_length " + std::to_string(flen) + " do not fit a signal of " + std::to_string(s[1]));
+        if (step <= 0 || flen <= 0 || flen > s[1])
+            c.fail("frame_step " + std::to_string(step) + " / frame_length " + std::to_string(flen) +
+                   " do not fit a signal of " + std::to_string(s[1]));
         if (c.has(2) && shape_numel(c.shape(2)) != flen) c.fail("window length differs from frame_length");
         frames = (s[1] - flen) / step + 1;
         bins = c.ai("onesided", 1) != 0 ? flen / 2 + 1 : flen;
@@ -143,7 +150,8 @@ void register_mel(Registry& r) {
     d.host_inputs = {0, 1, 2, 3, 4};
     d.infer = [](OpCtx& c) {
         int64_t mel = c.cval(0).geti(0), dft = c.cval(1).geti(0);
-        if (mel <= 0 || dft <= 0 || mel > (1 << 20) || dft > (1 << 24)) c.fail("num_mel_bins and dft_length must be positive");
+        if (mel <= 0 || dft <= 0 || mel > (1 << 20) || dft > (1 << 24))
+            c.fail("num_mel_bins and dft_length must be positive");
         DType t = DType(c.ai("output_datatype", 1));
         if (!dtype_is_float(t)) c.fail_unsupported("output_datatype " + std::string(dtype_name(t)));
         c.set_out(0, t, {dft / 2 + 1, mel});
@@ -164,7 +172,8 @@ void register_mel(Registry& r) {
         }
         Tensor y = Tensor::zeros(c.out(0).dtype, {nbins, mel});
         auto put = [&](int64_t j, int64_t i, double v) {
-            if (j < 0 || j >= nbins) c.fail("mel filter edge outside the DFT bins (upper_edge_hertz above the Nyquist rate?)");
+            if (j < 0 || j >= nbins)
+                c.fail("mel filter edge outside the DFT bins (upper_edge_hertz above the Nyquist rate?)");
             y.setf(j * mel + i, v);
         };
         for (int64_t i = 0; i < mel; ++i) {

@@ -13,7 +13,9 @@ namespace {
 
 using Lc = LowerCtx;
 
-struct SliceSpec { std::vector<int64_t> start, step, len; };  // per axis of the input
+struct SliceSpec {
+    std::vector<int64_t> start, step, len;
+};  // per axis of the input
 
 SliceSpec slice_spec(OpCtx& c) {
     const Shape& s = c.shape(0);
@@ -29,7 +31,8 @@ SliceSpec slice_spec(OpCtx& c) {
         if (c.has(3)) axes = c.cints(3);
         if (c.has(4)) steps = c.cints(4);
     }
-    if (axes.empty()) for (size_t i = 0; i < starts.size(); ++i) axes.push_back(int64_t(i));
+    if (axes.empty())
+        for (size_t i = 0; i < starts.size(); ++i) axes.push_back(int64_t(i));
     if (steps.empty()) steps.assign(starts.size(), 1);
     if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
         c.fail("starts, ends, axes and steps must have the same length");
@@ -74,7 +77,11 @@ int64_t pad_index(int64_t p, int64_t n, const std::string& mode) {
     return p < n ? p : period - p;
 }
 
-struct PadSpec { std::vector<int64_t> lo, hi; std::string mode; double value = 0; };
+struct PadSpec {
+    std::vector<int64_t> lo, hi;
+    std::string mode;
+    double value = 0;
+};
 
 PadSpec pad_spec(OpCtx& c) {
     int r = c.rank(0);
@@ -89,16 +96,20 @@ PadSpec pad_spec(OpCtx& c) {
         if (c.has(2)) p.value = c.cval(2).getf(0);
     }
     std::vector<int64_t> axes;
-    if (c.opset() >= 18 && c.has(3)) for (int64_t a : c.cints(3)) axes.push_back(c.axis(a, r));
-    else for (int i = 0; i < r; ++i) axes.push_back(i);
-    if (pads.size() != 2 * axes.size()) c.fail("pads has " + std::to_string(pads.size()) + " values, expected " + std::to_string(2 * axes.size()));
+    if (c.opset() >= 18 && c.has(3))
+        for (int64_t a : c.cints(3)) axes.push_back(c.axis(a, r));
+    else
+        for (int i = 0; i < r; ++i) axes.push_back(i);
+    if (pads.size() != 2 * axes.size())
+        c.fail("pads has " + std::to_string(pads.size()) + " values, expected " + std::to_string(2 * axes.size()));
     p.lo.assign(r, 0);
     p.hi.assign(r, 0);
     for (size_t k = 0; k < axes.size(); ++k) {
         p.lo[axes[k]] = pads[k];
         p.hi[axes[k]] = pads[k + axes.size()];
     }
-    if (p.mode != "constant" && p.mode != "reflect" && p.mode != "edge" && p.mode != "wrap") c.fail("unknown Pad mode '" + p.mode + "'");
+    if (p.mode != "constant" && p.mode != "reflect" && p.mode != "edge" && p.mode != "wrap")
+        c.fail("unknown Pad mode '" + p.mode + "'");
     for (int i = 0; i < r; ++i)
         if (c.shape(0)[i] + p.lo[i] + p.hi[i] < 0) c.fail("pads make dim " + std::to_string(i) + " negative");
     return p;
@@ -117,10 +128,10 @@ O2G_OP_FAMILY(slice) {
             SliceSpec sp = slice_spec(c);
             auto st = strides_of(c.shape(0));
             c.set_const(0, remap(c.cval(0), sp.len, [&](const std::vector<int64_t>& idx) {
-                int64_t f = 0;
-                for (size_t k = 0; k < idx.size(); ++k) f += (sp.start[k] + idx[k] * sp.step[k]) * st[k];
-                return f;
-            }));
+                            int64_t f = 0;
+                            for (size_t k = 0; k < idx.size(); ++k) f += (sp.start[k] + idx[k] * sp.step[k]) * st[k];
+                            return f;
+                        }));
         };
         d.lower = [](Lc& c) {
             SliceSpec sp = slice_spec(c);
@@ -180,7 +191,10 @@ O2G_OP_FAMILY(slice) {
                     bool in = true;
                     for (size_t k = 0; k < o.size(); ++k) in &= idx[k] >= p.lo[k] && idx[k] - p.lo[k] < s[k];
                     if (!in) t.setf(e, p.value);
-                    for (int dd = int(o.size()) - 1; dd >= 0; --dd) { if (++idx[dd] < o[dd]) break; idx[dd] = 0; }
+                    for (int dd = int(o.size()) - 1; dd >= 0; --dd) {
+                        if (++idx[dd] < o[dd]) break;
+                        idx[dd] = 0;
+                    }
                 }
             }
             c.set_const(0, t);
@@ -217,7 +231,8 @@ O2G_OP_FAMILY(slice) {
                 for (int a = 0; a < rk; ++a) {
                     int64_t lo = std::max<int64_t>(p.lo[a], 0), hi = std::max<int64_t>(p.hi[a], 0);
                     if (lo == 0 && hi == 0) continue;
-                    if (p.mode == "reflect" && (lo >= cur[a] || hi >= cur[a])) c.fail("reflect pads must be smaller than the dim");
+                    if (p.mode == "reflect" && (lo >= cur[a] || hi >= cur[a]))
+                        c.fail("reflect pads must be smaller than the dim");
                     std::vector<int64_t> idx;
                     for (int64_t k = -lo; k < cur[a] + hi; ++k) idx.push_back(pad_index(k, cur[a], p.mode));
                     x = gather_axis(c, x, cur, a, idx);

@@ -25,7 +25,8 @@ ggml_tensor* softmax_axis(Lc& c, ggml_tensor* x, const Shape& s, int a, bool log
         work = {p, q};
         x = c.reshape(x, work);
     } else if (a != rk - 1) {
-        for (int i = 0; i < rk; ++i) if (i != a) perm.push_back(i);
+        for (int i = 0; i < rk; ++i)
+            if (i != a) perm.push_back(i);
         perm.push_back(a);
         x = transpose_any(c, x, s, perm);
     }
@@ -56,7 +57,8 @@ ggml_tensor* nll_loss(Lc& c, ggml_tensor* logp) {
     std::vector<int64_t> t = c.cints(1);
     int64_t N = s[0], C = s[1], D = shape_numel(s) / std::max<int64_t>(1, N * C);
     std::vector<double> w(size_t(C), 1.0);
-    if (c.has(2)) for (int64_t k = 0; k < C; ++k) w[k] = c.cval(2).getf(k);
+    if (c.has(2))
+        for (int64_t k = 0; k < C; ++k) w[k] = c.cval(2).getf(k);
     bool has_ii = c.has_attr("ignore_index");
     int64_t ii = c.ai("ignore_index", 0);
     std::vector<int64_t> idx(t.size());
@@ -64,8 +66,12 @@ ggml_tensor* nll_loss(Lc& c, ggml_tensor* logp) {
     double wsum = 0;
     for (size_t e = 0; e < t.size(); ++e) {
         int64_t n = int64_t(e) / D, d = int64_t(e) % D, cls = t[e];
-        if (has_ii && cls == ii) { idx[e] = 0; continue; }
-        if (cls < 0 || cls >= C) c.fail("target " + std::to_string(cls) + " is out of range [0, " + std::to_string(C) + ")");
+        if (has_ii && cls == ii) {
+            idx[e] = 0;
+            continue;
+        }
+        if (cls < 0 || cls >= C)
+            c.fail("target " + std::to_string(cls) + " is out of range [0, " + std::to_string(C) + ")");
         idx[e] = (n * C + cls) * D + d;
         coef.ptr<float>()[e] = float(-w[cls]);
         wsum += w[cls];
@@ -83,7 +89,8 @@ ggml_tensor* nll_loss(Lc& c, ggml_tensor* logp) {
 // softmax over the last axis of x * scale + mask, x and mask seen in `shape` (rank <= 4).
 void lower_softmax_ext(Lc& c) {
     Shape s = c.ais("shape");
-    if (shape_numel(s) != shape_numel(c.shape(0)) || s.empty() || s.size() > 4) internal_error(c.where() + ": bad fused softmax shape");
+    if (shape_numel(s) != shape_numel(c.shape(0)) || s.empty() || s.size() > 4)
+        internal_error(c.where() + ": bad fused softmax shape");
     ggml_tensor* x = c.cont(c.reshape(c.x(0), s));
     ggml_tensor* mask = nullptr;
     if (c.has(1)) {
@@ -137,7 +144,8 @@ O2G_OP_FAMILY(softmax) {
                     double mx = -INFINITY, sum = 0;
                     for (int64_t j = 0; j < n; ++j) mx = std::max(mx, x.getf(at(j)));
                     for (int64_t j = 0; j < n; ++j) sum += std::exp(x.getf(at(j)) - mx);
-                    for (int64_t j = 0; j < n; ++j) y.setf(at(j), logsm ? x.getf(at(j)) - mx - std::log(sum) : std::exp(x.getf(at(j)) - mx) / sum);
+                    for (int64_t j = 0; j < n; ++j)
+                        y.setf(at(j), logsm ? x.getf(at(j)) - mx - std::log(sum) : std::exp(x.getf(at(j)) - mx) / sum);
                 }
             c.set_const(0, y);
         };
@@ -182,16 +190,19 @@ O2G_OP_FAMILY(softmax) {
             if (c.opset() < 13) {  // coerced to 2-D at the axis
                 int64_t p = 1, q = 1;
                 for (int i = 0; i < rk; ++i) (i < a ? p : q) *= s[i];
-                ggml_tensor* y = G(c.b, ggml_map_custom1, c.cont(c.reshape(c.x(0), {p, q})), o2g::hardmax_rows, GGML_N_TASKS_MAX, nullptr);
+                ggml_tensor* y = G(c.b, ggml_map_custom1, c.cont(c.reshape(c.x(0), {p, q})), o2g::hardmax_rows,
+                                   GGML_N_TASKS_MAX, nullptr);
                 c.set(0, c.reshape(y, s));
                 return;
             }
             std::vector<int64_t> perm;
-            for (int i = 0; i < rk; ++i) if (i != a) perm.push_back(i);
+            for (int i = 0; i < rk; ++i)
+                if (i != a) perm.push_back(i);
             perm.push_back(a);
             Shape ps;
             for (auto v : perm) ps.push_back(s[v]);
-            ggml_tensor* y = G(c.b, ggml_map_custom1, c.cont(transpose_any(c, c.x(0), s, perm)), o2g::hardmax_rows, GGML_N_TASKS_MAX, nullptr);
+            ggml_tensor* y = G(c.b, ggml_map_custom1, c.cont(transpose_any(c, c.x(0), s, perm)), o2g::hardmax_rows,
+                               GGML_N_TASKS_MAX, nullptr);
             std::vector<int64_t> inv = inverse_perm(perm);
             c.set(0, transpose_any(c, y, ps, inv));
         };
@@ -235,7 +246,8 @@ O2G_OP_FAMILY(softmax) {
             for (size_t e = 0; e < t.size(); ++e) {
                 int64_t n = int64_t(e) / D, d = int64_t(e) % D, cls = t[e];
                 if (has_ii && cls == ii) continue;
-                if (cls < 0 || cls >= C) c.fail("target " + std::to_string(cls) + " is out of range [0, " + std::to_string(C) + ")");
+                if (cls < 0 || cls >= C)
+                    c.fail("target " + std::to_string(cls) + " is out of range [0, " + std::to_string(C) + ")");
                 double w = c.has(2) ? c.cval(2).getf(cls) : 1.0;
                 double v = -w * logp.getf((n * C + cls) * D + d);
                 l.setf(int64_t(e), v);

@@ -18,16 +18,17 @@ namespace {
 // (ngram_indexes) and its weight.
 struct NgramPool {
     std::map<std::vector<int64_t>, int64_t> index;  // n-gram -> position in the pool
-    std::vector<int64_t> out_index;                  // pool position -> output coordinate
-    std::vector<double> weight;                      // pool position -> weight (1 without weights)
-    int64_t width = 0;                               // output coordinates: max(ngram_indexes) + 1
+    std::vector<int64_t> out_index;                 // pool position -> output coordinate
+    std::vector<double> weight;                     // pool position -> weight (1 without weights)
+    int64_t width = 0;                              // output coordinates: max(ngram_indexes) + 1
     int64_t min_n = 1, max_n = 1, max_skip = 0;
-    int mode = 0;                                    // 0 TF, 1 IDF, 2 TFIDF
+    int mode = 0;  // 0 TF, 1 IDF, 2 TFIDF
 };
 
 NgramPool read_pool(OpCtx& c) {
     NgramPool p;
-    if (c.has_attr("pool_strings")) c.fail_unsupported("pool_strings: string tensors are not supported (pool_int64s is)");
+    if (c.has_attr("pool_strings"))
+        c.fail_unsupported("pool_strings: string tensors are not supported (pool_int64s is)");
     std::vector<int64_t> pool = c.ais("pool_int64s"), counts = c.ais("ngram_counts"), idx = c.ais("ngram_indexes");
     std::vector<float> w = c.afs("weights");
     p.min_n = c.ai("min_gram_length", 0);
@@ -84,7 +85,9 @@ void register_tfidf(Registry& r) {
     d.min_inputs = 1;
     d.infer = [](OpCtx& c) {
         DType t = c.dtype(0);
-        if (t != DType::I32 && t != DType::I64) c.fail_unsupported(std::string("input of type ") + dtype_name(t) + " (int32 and int64 token ids are supported)");
+        if (t != DType::I32 && t != DType::I64)
+            c.fail_unsupported(std::string("input of type ") + dtype_name(t) +
+                               " (int32 and int64 token ids are supported)");
         if (c.rank(0) != 1 && c.rank(0) != 2) c.fail("input must be 1-D [C] or 2-D [N, C]");
         NgramPool p = read_pool(c);
         Shape o = c.shape(0);
@@ -126,7 +129,9 @@ public:
             if (!locale.empty() || name.rfind("C.", 0) == 0)
                 if ((loc_ = newlocale(LC_CTYPE_MASK, name.c_str(), locale_t(nullptr)))) break;
     }
-    ~CaseMap() { if (loc_) freelocale(loc_); }
+    ~CaseMap() {
+        if (loc_) freelocale(loc_);
+    }
     CaseMap(const CaseMap&) = delete;
     CaseMap& operator=(const CaseMap&) = delete;
 
@@ -135,7 +140,10 @@ public:
         for (size_t i = 0; i < s.size();) {
             uint32_t cp;
             size_t n = utf8_decode(s, i, cp);
-            if (n == 0) { r += s[i++]; continue; }  // not UTF-8: the byte as it is
+            if (n == 0) {
+                r += s[i++];
+                continue;
+            }  // not UTF-8: the byte as it is
             uint32_t m = cp;
             if (loc_) m = uint32_t(upper ? towupper_l(wint_t(cp), loc_) : towlower_l(wint_t(cp), loc_));
             else if (cp < 128) m = uint32_t(upper ? std::toupper(int(cp)) : std::tolower(int(cp)));
@@ -156,7 +164,8 @@ Tensor normalize_strings(OpCtx& c) {
     const Shape& s = x.shape;
     if (!(s.size() == 1 || (s.size() == 2 && s[0] == 1))) c.fail("input must be [C] or [1, C], got " + shape_str(s));
     std::string action = c.as("case_change_action", "NONE");
-    if (action != "NONE" && action != "LOWER" && action != "UPPER") c.fail("case_change_action must be NONE, LOWER or UPPER, got '" + action + "'");
+    if (action != "NONE" && action != "LOWER" && action != "UPPER")
+        c.fail("case_change_action must be NONE, LOWER or UPPER, got '" + action + "'");
     bool sensitive = c.ai("is_case_sensitive", 0) != 0;
     CaseMap cm(c.as("locale", ""));
     std::set<std::string> stop;
@@ -177,7 +186,8 @@ void register_string_normalizer(Registry& r) {
     d.min_inputs = 1;
     d.string_inputs = true;
     d.infer = [](OpCtx& c) {
-        if (c.dtype(0) != DType::String) c.fail(std::string("input must be a string tensor, got ") + dtype_name(c.dtype(0)));
+        if (c.dtype(0) != DType::String)
+            c.fail(std::string("input must be a string tensor, got ") + dtype_name(c.dtype(0)));
         Tensor t = normalize_strings(c);
         c.set_out(0, DType::String, t.shape);
     };

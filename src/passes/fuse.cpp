@@ -28,7 +28,9 @@ bool fuse_gelu(Graph& g) {
         // find Add(erf, 1)
         Node* add = nullptr;
         for (auto& n : g.nodes)
-            if (!n.folded && n.op_type == "Add" && other(n, erf.outputs[0]) >= 0 && is_scalar_const(g, other(n, erf.outputs[0]), 1.0, 0)) add = &n;
+            if (!n.folded && n.op_type == "Add" && other(n, erf.outputs[0]) >= 0 &&
+                is_scalar_const(g, other(n, erf.outputs[0]), 1.0, 0))
+                add = &n;
         if (!add || uses.count[add->outputs[0]] != 1) continue;
         // two Muls: by x and by 0.5, in either order
         Node* m1 = nullptr;
@@ -40,10 +42,14 @@ bool fuse_gelu(Graph& g) {
         if (o1 == x) {  // (x * (1+erf)) * 0.5
             if (uses.count[m1->outputs[0]] != 1) continue;
             for (auto& n : g.nodes)
-                if (!n.folded && n.op_type == "Mul" && other(n, m1->outputs[0]) >= 0 && is_scalar_const(g, other(n, m1->outputs[0]), 0.5, 0)) last = &n;
+                if (!n.folded && n.op_type == "Mul" && other(n, m1->outputs[0]) >= 0 &&
+                    is_scalar_const(g, other(n, m1->outputs[0]), 0.5, 0))
+                    last = &n;
         } else {  // (x * 0.5) * (1+erf)
             const Node* half = producer(g, o1);
-            if (half && half->op_type == "Mul" && other(*half, x) >= 0 && is_scalar_const(g, other(*half, x), 0.5, 0) && uses.count[o1] == 1) last = m1;
+            if (half && half->op_type == "Mul" && other(*half, x) >= 0 && is_scalar_const(g, other(*half, x), 0.5, 0) &&
+                uses.count[o1] == 1)
+                last = m1;
         }
         if (!last) continue;
         last->op_type = "Gelu";
@@ -63,8 +69,8 @@ bool fuse_silu(Graph& g) {
         if (mul.folded || mul.op_type != "Mul" || !mul.domain.empty() || mul.inputs.size() != 2) continue;
         for (int k = 0; k < 2; ++k) {
             const Node* sig = producer(g, mul.inputs[k]);
-            if (sig && sig->op_type == "Sigmoid" && sig->inputs[0] == mul.inputs[1 - k] && uses.count[mul.inputs[k]] == 1 &&
-                g.values[mul.inputs[0]].shape == g.values[mul.inputs[1]].shape) {
+            if (sig && sig->op_type == "Sigmoid" && sig->inputs[0] == mul.inputs[1 - k] &&
+                uses.count[mul.inputs[k]] == 1 && g.values[mul.inputs[0]].shape == g.values[mul.inputs[1]].shape) {
                 int x = mul.inputs[1 - k];
                 mul.op_type = "o2g.Silu";
                 mul.domain = "onnx2ggml";
@@ -81,7 +87,10 @@ bool fuse_silu(Graph& g) {
 std::vector<std::string> optimize(Graph& g, const CompileOptions& opts) {
     std::vector<std::string> applied;
     if (!opts.optimize) return applied;
-    struct Pass { const char* name; bool (*fn)(Graph&); };
+    struct Pass {
+        const char* name;
+        bool (*fn)(Graph&);
+    };
     const Pass passes[] = {{"eliminate_identity_arithmetic", eliminate_identity_arithmetic},
                            {"global_pool_as_pool", global_pool_as_pool},
                            {"fuse_gelu", fuse_gelu},
@@ -98,7 +107,9 @@ std::vector<std::string> optimize(Graph& g, const CompileOptions& opts) {
     for (int round = 0; round < 8; ++round) {
         bool any = false;
         for (const Pass& p : passes) {
-            if (std::find(opts.disabled_passes.begin(), opts.disabled_passes.end(), p.name) != opts.disabled_passes.end()) continue;
+            if (std::find(opts.disabled_passes.begin(), opts.disabled_passes.end(), p.name) !=
+                opts.disabled_passes.end())
+                continue;
             if (p.fn(g)) {
                 any = true;
                 if (std::find(applied.begin(), applied.end(), p.name) == applied.end()) applied.push_back(p.name);

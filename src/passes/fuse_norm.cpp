@@ -53,7 +53,8 @@ bool fuse_groupnorm(Graph& g) {
         const Shape& rs = g.values[in.inputs[0]].shape;
         if (xs.size() < 3 || rs.size() != 3 || rs[0] != xs[0] || g.values[x].dtype != DType::F32) continue;
         int64_t C = xs[1], G = rs[1];
-        if (G <= 0 || C % G != 0 || !is_splat_const(g, in.inputs[1], 1.0) || !is_splat_const(g, in.inputs[2], 0.0)) continue;
+        if (G <= 0 || C % G != 0 || !is_splat_const(g, in.inputs[1], 1.0) || !is_splat_const(g, in.inputs[2], 0.0))
+            continue;
         Node* r2 = sole_consumer_op(g, uses, cons, in.outputs[0], "Reshape");
         if (!r2 || g.values[r2->outputs[0]].shape != xs) continue;
         std::vector<int> inputs = {x};
@@ -102,7 +103,8 @@ bool fuse_layernorm(Graph& g) {
         Node* rm2 = var >= 0 ? producer_op(g, var, "ReduceMean") : nullptr;
         if (!rm2 || !uses.single(var)) continue;
         Node* pw = producer_op(g, rm2->inputs[0], "Pow");
-        if (!pw || !uses.single(rm2->inputs[0]) || pw->inputs[0] != d || !is_scalar_const(g, pw->inputs[1], 2.0, 0)) continue;
+        if (!pw || !uses.single(rm2->inputs[0]) || pw->inputs[0] != d || !is_scalar_const(g, pw->inputs[1], 2.0, 0))
+            continue;
         int x = sub->inputs[0];
         Node* rm1 = producer_op(g, sub->inputs[1], "ReduceMean");
         if (!rm1 || rm1->inputs[0] != x || !uses.single(sub->inputs[1])) continue;

@@ -24,7 +24,9 @@ bool fuse_softmax_ext(Graph& g) {
     bool changed = false;
     Uses uses(g);
     for (auto& sm : g.nodes) {
-        if (sm.folded || !sm.domain.empty() || sm.op_type != "Softmax" || sm.inputs.size() != 1 || sm.outputs.size() != 1) continue;
+        if (sm.folded || !sm.domain.empty() || sm.op_type != "Softmax" || sm.inputs.size() != 1 ||
+            sm.outputs.size() != 1)
+            continue;
         const Value& out = g.values[sm.outputs[0]];
         int64_t r = int64_t(out.shape.size());
         int64_t opset = g.opset("");
@@ -56,7 +58,8 @@ bool fuse_softmax_ext(Graph& g) {
             }
         }
         Node* sc = producer(g, v);
-        if (sc && sc->domain.empty() && (sc->op_type == "Mul" || sc->op_type == "Div") && uses.single(v) && sc->inputs.size() == 2) {
+        if (sc && sc->domain.empty() && (sc->op_type == "Mul" || sc->op_type == "Div") && uses.single(v) &&
+            sc->inputs.size() == 2) {
             for (int k = sc->op_type == "Mul" ? 0 : 1; k < 2; ++k) {
                 int s = sc->inputs[k], x = sc->inputs[1 - k];
                 if (is_const(g, s) && g.values[s].constant->numel() == 1 && !is_const(g, x) &&

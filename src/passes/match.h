@@ -12,7 +12,8 @@ struct Uses {
     explicit Uses(const Graph& g) : count(g.values.size(), 0) {
         for (auto& n : g.nodes)
             if (!n.folded)
-                for (int i : n.inputs) if (i >= 0) count[i]++;
+                for (int i : n.inputs)
+                    if (i >= 0) count[i]++;
         for (int o : g.outputs) count[o] += 1000;
     }
     bool single(int v) const { return v >= 0 && count[v] == 1; }
@@ -23,12 +24,14 @@ inline std::vector<std::vector<int>> consumers(const Graph& g) {
     std::vector<std::vector<int>> r(g.values.size());
     for (size_t i = 0; i < g.nodes.size(); ++i)
         if (!g.nodes[i].folded)
-            for (int v : g.nodes[i].inputs) if (v >= 0) r[v].push_back(int(i));
+            for (int v : g.nodes[i].inputs)
+                if (v >= 0) r[v].push_back(int(i));
     return r;
 }
 
 // The only live consumer of v if it is an ai.onnx node of type `op` (nullptr otherwise).
-inline Node* sole_consumer_op(Graph& g, const Uses& uses, const std::vector<std::vector<int>>& cons, int v, const char* op) {
+inline Node* sole_consumer_op(Graph& g, const Uses& uses, const std::vector<std::vector<int>>& cons, int v,
+                              const char* op) {
     if (!uses.single(v) || cons[v].size() != 1) return nullptr;
     Node& n = g.nodes[cons[v][0]];
     return n.domain.empty() && n.op_type == op ? &n : nullptr;
@@ -78,9 +81,24 @@ inline void make_internal(Node& n, const std::string& op, std::vector<int> input
     n.attrs.clear();
 }
 
-inline Attr int_attr(int64_t v) { Attr a; a.kind = Attr::Int; a.i = v; return a; }
-inline Attr float_attr(float v) { Attr a; a.kind = Attr::Float; a.f = v; return a; }
-inline Attr ints_attr(const std::vector<int64_t>& v) { Attr a; a.kind = Attr::Ints; a.ints = v; return a; }
+inline Attr int_attr(int64_t v) {
+    Attr a;
+    a.kind = Attr::Int;
+    a.i = v;
+    return a;
+}
+inline Attr float_attr(float v) {
+    Attr a;
+    a.kind = Attr::Float;
+    a.f = v;
+    return a;
+}
+inline Attr ints_attr(const std::vector<int64_t>& v) {
+    Attr a;
+    a.kind = Attr::Ints;
+    a.ints = v;
+    return a;
+}
 
 // The passes (one file each under src/passes/), run by optimize() to a fixed point.
 bool fuse_gelu(Graph& g);

@@ -11,7 +11,8 @@ BuiltGraph::~BuiltGraph() {
     if (wctx) ggml_free(wctx);
 }
 
-std::unique_ptr<BuiltGraph> build_graph(Graph& g, bool record, const WeightRules& weight_rules, WeightShare* share, bool keep_values, bool no_inplace) {
+std::unique_ptr<BuiltGraph> build_graph(Graph& g, bool record, const WeightRules& weight_rules, WeightShare* share,
+                                        bool keep_values, bool no_inplace) {
     size_t n = g.nodes.size() + g.values.size() + 64;
     size_t tensors = std::min<size_t>(16 * n, size_t(1) << 20);
     for (;;) {  // the lowering's tensor count is not known up front: grow the contexts until it fits
@@ -19,7 +20,8 @@ std::unique_ptr<BuiltGraph> build_graph(Graph& g, bool record, const WeightRules
         bg->max_tensors = tensors;
         bg->graph_size = std::max<size_t>(GGML_DEFAULT_GRAPH_SIZE, tensors);
         ggml_init_params wp = {ggml_tensor_overhead() * (tensors + 64), nullptr, true};
-        ggml_init_params cp = {ggml_tensor_overhead() * (tensors + 64) + ggml_graph_overhead_custom(bg->graph_size, false), nullptr, true};
+        ggml_init_params cp = {
+            ggml_tensor_overhead() * (tensors + 64) + ggml_graph_overhead_custom(bg->graph_size, false), nullptr, true};
         bg->wctx = ggml_init(wp);
         bg->cctx = ggml_init(cp);
         if (!bg->wctx || !bg->cctx) fail(kExitInternal, "cannot allocate ggml contexts");
@@ -32,13 +34,15 @@ std::unique_ptr<BuiltGraph> build_graph(Graph& g, bool record, const WeightRules
         try {
             lower_graph(g, *bg->b);
         } catch (const Builder::ContextFull&) {
-            if (tensors >= (size_t(1) << 24)) unsupported(g.path + ": the lowered ggml graph has more than 16M tensors");
+            if (tensors >= (size_t(1) << 24))
+                unsupported(g.path + ": the lowered ggml graph has more than 16M tensors");
             tensors *= 4;
             continue;
         }
         // the graph object comes last in the compute context: grow the contexts if the lowering left no room
         if (ggml_used_mem(bg->cctx) + ggml_graph_overhead_custom(bg->graph_size, false) > ggml_get_mem_size(bg->cctx)) {
-            if (tensors >= (size_t(1) << 24)) unsupported(g.path + ": the lowered ggml graph has more than 16M tensors");
+            if (tensors >= (size_t(1) << 24))
+                unsupported(g.path + ": the lowered ggml graph has more than 16M tensors");
             tensors *= 4;
             continue;
         }

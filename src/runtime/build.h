@@ -22,11 +22,12 @@ struct BuiltGraph {
     ~BuiltGraph();
 };
 
-// weight_rules: how MatMul/Gemm/Conv weights are stored (--weights, --weights-rule, --gguf; Builder::weight_rules). share: where the
-// initializers' weights live when several graphs of the model share them (see WeightShare).
+// weight_rules: how MatMul/Gemm/Conv weights are stored (--weights, --weights-rule, --gguf; Builder::weight_rules).
+// share: where the initializers' weights live when several graphs of the model share them (see WeightShare).
 // keep_values: every value's tensor is a graph output too, readable after a run (Builder::keep_values).
 // no_inplace: Builder::no_inplace.
-std::unique_ptr<BuiltGraph> build_graph(Graph& g, bool record, const WeightRules& weight_rules = {}, WeightShare* share = nullptr, bool keep_values = false,
+std::unique_ptr<BuiltGraph> build_graph(Graph& g, bool record, const WeightRules& weight_rules = {},
+                                        WeightShare* share = nullptr, bool keep_values = false,
                                         bool no_inplace = false);
 
 // "OP_NAME" -> count of the ggml graph's nodes

@@ -25,12 +25,19 @@ std::string value_file_name(const std::string& value) {
     std::string r;
     for (unsigned char c : value) {
         if (std::isalnum(c) || c == '.' || c == '_' || c == '-') r += char(c);
-        else { char b[4]; snprintf(b, sizeof b, "%%%02X", c); r += b; }
+        else {
+            char b[4];
+            snprintf(b, sizeof b, "%%%02X", c);
+            r += b;
+        }
     }
     return r + ".npy";
 }
 
-static bool file_exists(const std::string& p) { struct stat st; return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode); }
+static bool file_exists(const std::string& p) {
+    struct stat st;
+    return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
 
 static std::string shell_quote(const std::string& s) {
     std::string r = "'";
@@ -42,8 +49,11 @@ static std::string json_string(const std::string& s) {
     std::string r = "\"";
     for (unsigned char c : s) {
         if (c == '"' || c == '\\') r += '\\', r += char(c);
-        else if (c < 0x20) { char b[8]; snprintf(b, sizeof b, "\\u%04x", c); r += b; }
-        else r += char(c);
+        else if (c < 0x20) {
+            char b[8];
+            snprintf(b, sizeof b, "\\u%04x", c);
+            r += b;
+        } else r += char(c);
     }
     return r + "\"";
 }
@@ -51,8 +61,8 @@ static std::string json_string(const std::string& s) {
 // reference "host": every node folded by its host evaluator, the inputs frozen to the given values, in
 // float64 where the model computes float32 (the evaluators compute in double: the reference then does
 // not round where ggml rounds, and float32 values are compared with what they approximate)
-std::map<std::string, Tensor> host_values(const std::string& path, const std::map<std::string, Tensor>& inputs, const CompileOptions& copts,
-                                          std::string* gaps) {
+std::map<std::string, Tensor> host_values(const std::string& path, const std::map<std::string, Tensor>& inputs,
+                                          const CompileOptions& copts, std::string* gaps) {
     Graph g = load_onnx(path);
     promote_float64(g);
     CompileOptions c = copts;
@@ -72,7 +82,8 @@ std::map<std::string, Tensor> host_values(const std::string& path, const std::ma
         std::string why = "no host evaluator";
         for (auto& u : bad)
             if (u.node == n.name) why = u.reason;
-        if (std::count(gaps->begin(), gaps->end(), '\n') < 3) *gaps += "  node '" + n.name + "' (" + n.op_type + "): " + why + "\n";
+        if (std::count(gaps->begin(), gaps->end(), '\n') < 3)
+            *gaps += "  node '" + n.name + "' (" + n.op_type + "): " + why + "\n";
     }
     std::map<std::string, Tensor> r;
     for (auto& v : g.values)
@@ -81,12 +92,15 @@ std::map<std::string, Tensor> host_values(const std::string& path, const std::ma
 }
 
 // reference "ort": the model with every node output made a graph output, run by onnxruntime-node
-static std::map<std::string, Tensor> ort_reference(const std::string& path, const std::map<std::string, Tensor>& inputs, const CompareOptions& o) {
-    std::string mod = std::getenv("NODE_PATH") ? std::getenv("NODE_PATH") : std::string(ONNX2GGML_SOURCE_DIR) + "/bench/node_modules";
+static std::map<std::string, Tensor> ort_reference(const std::string& path, const std::map<std::string, Tensor>& inputs,
+                                                   const CompareOptions& o) {
+    std::string mod =
+        std::getenv("NODE_PATH") ? std::getenv("NODE_PATH") : std::string(ONNX2GGML_SOURCE_DIR) + "/bench/node_modules";
     std::string script = std::string(ONNX2GGML_SOURCE_DIR) + "/scripts/ort_run.js";
     struct stat st;
     if (stat((mod + "/onnxruntime-node").c_str(), &st) != 0)
-        bad_input("--reference ort needs onnxruntime-node (scripts/setup.sh --bench installs it in " + mod + "; or set NODE_PATH)");
+        bad_input("--reference ort needs onnxruntime-node (scripts/setup.sh --bench installs it in " + mod +
+                  "; or set NODE_PATH)");
     std::ifstream f(path, std::ios::binary);
     onnx::ModelProto m;
     if (!f || !m.ParseFromIstream(&f)) bad_input(path + ": cannot read the model for --reference ort");
@@ -105,7 +119,8 @@ static std::map<std::string, Tensor> ort_reference(const std::string& path, cons
     if (std::system(cmd.c_str()) != 0) bad_input(work + ": cannot create the work folder");
     // external data is found next to the model: the rewritten model then sits in the model's folder
     std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
-    std::string rewritten = external ? dir + "/.onnx2ggml-compare-" + std::to_string(getpid()) + ".onnx" : work + "/all_outputs.onnx";
+    std::string rewritten =
+        external ? dir + "/.onnx2ggml-compare-" + std::to_string(getpid()) + ".onnx" : work + "/all_outputs.onnx";
     {
         std::ofstream w(rewritten, std::ios::binary);
         if (!w || !m.SerializeToOstream(&w)) bad_input(rewritten + ": cannot write the rewritten model");
@@ -117,7 +132,8 @@ static std::map<std::string, Tensor> ort_reference(const std::string& path, cons
         write_npy(file, kv.second);
         ins += (ins.empty() ? "" : ", ") + json_string(kv.first) + ": " + json_string(file);
     }
-    std::ofstream(manifest) << "[{\"model\": " << json_string(rewritten) << ", \"sets\": [{\"inputs\": {" << ins << "}, \"outdir\": " << json_string(outdir) << "}]}]\n";
+    std::ofstream(manifest) << "[{\"model\": " << json_string(rewritten) << ", \"sets\": [{\"inputs\": {" << ins
+                            << "}, \"outdir\": " << json_string(outdir) << "}]}]\n";
     cmd = "NODE_PATH=" + shell_quote(mod) + " node " + shell_quote(script) + " " + shell_quote(manifest);
     int rc = std::system(cmd.c_str());
     if (external) std::remove(rewritten.c_str());
@@ -137,7 +153,8 @@ static std::map<std::string, Tensor> ort_reference(const std::string& path, cons
 
 static std::map<std::string, Tensor> dir_reference(const std::string& dir, const Graph& g) {
     struct stat st;
-    if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) bad_input("--reference " + dir + ": not host, ort or a folder of NAME.npy files");
+    if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+        bad_input("--reference " + dir + ": not host, ort or a folder of NAME.npy files");
     std::map<std::string, Tensor> r;
     for (auto& v : g.values) {
         std::string file = dir + "/" + value_file_name(v.name);
@@ -162,10 +179,12 @@ static void errors(const Tensor& got, const Tensor& ref, CompareRow& row) {
         row.max_abs = std::max(row.max_abs, std::fabs(a - b));
         row.max_ref = std::max(row.max_ref, std::fabs(b));
     }
-    row.rel = row.max_ref > 0 ? row.max_abs / row.max_ref : (row.max_abs > 0 ? std::numeric_limits<double>::infinity() : 0.0);
+    row.rel =
+        row.max_ref > 0 ? row.max_abs / row.max_ref : (row.max_abs > 0 ? std::numeric_limits<double>::infinity() : 0.0);
 }
 
-CompareResult compare_model(const std::string& model_path, const std::map<std::string, Tensor>& inputs, const CompareOptions& o) {
+CompareResult compare_model(const std::string& model_path, const std::map<std::string, Tensor>& inputs,
+                            const CompareOptions& o) {
     CompileOptions copts = o.copts;
     for (auto& kv : inputs) copts.input_shapes[kv.first] = kv.second.shape;
     Graph g = prepare(model_path, copts);
@@ -183,8 +202,11 @@ CompareResult compare_model(const std::string& model_path, const std::map<std::s
     CompareResult res;
     res.backend = s.backend_name();
     std::map<std::string, Tensor> ref;
-    if (o.reference == "host") ref = host_values(model_path, inputs, o.copts, &res.reference_gaps), res.reference = "host (onnx2ggml's host evaluators)";
-    else if (o.reference == "ort") ref = ort_reference(model_path, inputs, o), res.reference = "ort (ONNX Runtime, every node output exposed)";
+    if (o.reference == "host")
+        ref = host_values(model_path, inputs, o.copts, &res.reference_gaps),
+        res.reference = "host (onnx2ggml's host evaluators)";
+    else if (o.reference == "ort")
+        ref = ort_reference(model_path, inputs, o), res.reference = "ort (ONNX Runtime, every node output exposed)";
     else ref = dir_reference(o.reference, g), res.reference = o.reference;
 
     std::vector<double> rel(g.values.size(), -1);  // value id -> relative error (-1: unknown)
@@ -211,7 +233,9 @@ CompareResult compare_model(const std::string& model_path, const std::map<std::s
             std::optional<Tensor> got = s.value(out, &why);
             auto r = ref.find(v.name);
             if (!got) row.note = why;
-            else if (r == ref.end()) row.note = o.reference == "host" ? "no host reference: an op without a host evaluator before it" : "no reference value";
+            else if (r == ref.end())
+                row.note = o.reference == "host" ? "no host reference: an op without a host evaluator before it"
+                                                 : "no reference value";
             else if (r->second.dtype == DType::String || got->dtype == DType::String) row.note = "string tensor";
             else if (r->second.shape != got->shape) row.note = "reference has shape " + shape_str(r->second.shape);
             else {

@@ -27,26 +27,27 @@ struct CompareOptions {
 };
 
 struct CompareRow {
-    int node = -1;                  // index in the optimized graph
+    int node = -1;  // index in the optimized graph
     std::string node_name, op_type, ggml_ops, value;
     Shape shape;
-    bool compared = false;          // both sides known
+    bool compared = false;                     // both sides known
     double max_abs = 0, max_ref = 0, rel = 0;  // rel = max_abs / max|ref| (inf where a side is NaN alone)
-    std::string note;               // why not compared
-    bool over = false;              // rel above the tolerance
-    bool first = false;             // the first node over the tolerance whose inputs are within it
+    std::string note;                          // why not compared
+    bool over = false;                         // rel above the tolerance
+    bool first = false;                        // the first node over the tolerance whose inputs are within it
 };
 
 struct CompareResult {
-    std::vector<CompareRow> rows;   // graph order (the optimized graph's nodes, each output)
-    int first = -1;                 // index into rows of the first divergence, -1 if none
+    std::vector<CompareRow> rows;  // graph order (the optimized graph's nodes, each output)
+    int first = -1;                // index into rows of the first divergence, -1 if none
     std::string reference, backend;
-    std::string dot;                // CompareOptions::picture: Graphviz DOT text
-    std::string reference_gaps;     // host: the first nodes it could not compute (their values and all after are unknown)
+    std::string dot;             // CompareOptions::picture: Graphviz DOT text
+    std::string reference_gaps;  // host: the first nodes it could not compute (their values and all after are unknown)
 };
 
 // inputs: every graph input by name (not the frozen ones).
-CompareResult compare_model(const std::string& model_path, const std::map<std::string, Tensor>& inputs, const CompareOptions& o);
+CompareResult compare_model(const std::string& model_path, const std::map<std::string, Tensor>& inputs,
+                            const CompareOptions& o);
 
 // The host reference: every value of the model computed by the host evaluators with the inputs frozen
 // to `inputs` (by name), float32 values computed and returned as float64. Values the host cannot compute

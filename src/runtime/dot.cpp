@@ -25,10 +25,10 @@ static std::string esc(const std::string& s) {
 
 static const char* backend_color(const std::string& b) {
     if (b.empty()) return "#eeeeee";
-    if (b == "host") return "#fb6a4a";       // a host kernel: the node leaves ggml
+    if (b == "host") return "#fb6a4a";  // a host kernel: the node leaves ggml
     if (b == "oneDNN") return "#9ecae1";
     if (b == "CPU") return "#fdd0a2";
-    return "#a1d99b";                        // a GPU or other device
+    return "#a1d99b";  // a GPU or other device
 }
 
 // "/down_blocks.0/resnets.0/conv1/Conv" -> {"down_blocks.0", "resnets.0", "conv1"} (the module path)
@@ -36,8 +36,10 @@ static std::vector<std::string> module_path(const std::string& name, int depth) 
     std::vector<std::string> parts;
     std::string cur;
     for (char c : name) {
-        if (c == '/') { if (!cur.empty()) parts.push_back(cur); cur.clear(); }
-        else cur += c;
+        if (c == '/') {
+            if (!cur.empty()) parts.push_back(cur);
+            cur.clear();
+        } else cur += c;
     }
     if (parts.size() > size_t(depth)) parts.resize(size_t(depth));
     return parts;
@@ -57,7 +59,8 @@ void emit(std::ostringstream& out, const Cluster& c, int& id, int indent) {
             out << pad << kv.second.lines[0] << "\n";
             continue;
         }
-        out << pad << "subgraph cluster_" << id++ << " {\n" << pad << "  label=\"" << esc(kv.first) << "\"; style=rounded; color=\"#999999\";\n";
+        out << pad << "subgraph cluster_" << id++ << " {\n"
+            << pad << "  label=\"" << esc(kv.first) << "\"; style=rounded; color=\"#999999\";\n";
         emit(out, kv.second, id, indent + 1);
         out << pad << "}\n";
     }
@@ -76,7 +79,8 @@ std::string onnx_graph_dot(const Graph& g, const DotOptions& o) {
     std::ostringstream edges;
     for (size_t k = 0; k < g.inputs.size(); ++k) {
         const Value& v = g.values[size_t(g.inputs[k])];
-        root.lines.push_back("v" + std::to_string(g.inputs[k]) + " [shape=ellipse, label=\"" + esc(v.name) + "\\n" + shape_str(v.shape) + "\"];");
+        root.lines.push_back("v" + std::to_string(g.inputs[k]) + " [shape=ellipse, label=\"" + esc(v.name) + "\\n" +
+                             shape_str(v.shape) + "\"];");
     }
     for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
         if (!live[ni]) continue;
@@ -103,27 +107,34 @@ std::string onnx_graph_dot(const Graph& g, const DotOptions& o) {
         }
         Cluster* c = &root;
         for (auto& p : module_path(n.name, o.cluster_depth)) c = &c->children[p];
-        c->lines.push_back("n" + std::to_string(ni) + " [label=\"" + esc(label) + "\", fillcolor=\"" + fill + "\"" + extra + "];");
+        c->lines.push_back("n" + std::to_string(ni) + " [label=\"" + esc(label) + "\", fillcolor=\"" + fill + "\"" +
+                           extra + "];");
         for (int in : n.inputs) {
             if (in < 0) continue;
             const Value& v = g.values[size_t(in)];
             std::string from = v.producer >= 0 && live[size_t(v.producer)] ? "n" + std::to_string(v.producer)
-                             : std::find(g.inputs.begin(), g.inputs.end(), in) != g.inputs.end() ? "v" + std::to_string(in) : "";
+                               : std::find(g.inputs.begin(), g.inputs.end(), in) != g.inputs.end()
+                                   ? "v" + std::to_string(in)
+                                   : "";
             if (!from.empty()) edges << "  " << from << " -> n" << ni << " [label=\"" << shape_str(v.shape) << "\"];\n";
         }
     }
     for (int id : g.outputs) {
         const Value& v = g.values[size_t(id)];
-        root.lines.push_back("o" + std::to_string(id) + " [shape=ellipse, label=\"" + esc(v.name) + "\\n" + shape_str(v.shape) + "\"];");
+        root.lines.push_back("o" + std::to_string(id) + " [shape=ellipse, label=\"" + esc(v.name) + "\\n" +
+                             shape_str(v.shape) + "\"];");
         if (v.producer >= 0 && live[size_t(v.producer)]) edges << "  n" << v.producer << " -> o" << id << ";\n";
     }
     std::ostringstream out;
-    out << "digraph onnx2ggml {\n  rankdir=TB; node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10];\n"
+    out << "digraph onnx2ggml {\n  rankdir=TB; node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", "
+           "fontsize=10];\n"
         << "  edge [fontname=\"Helvetica\", fontsize=8, color=\"#666666\"];\n";
     if (o.compare)
-        out << "  label=\"error vs " << esc(o.compare->reference) << ": green < tol/10, yellow < tol, red > tol, dark red: first divergence\";\n";
+        out << "  label=\"error vs " << esc(o.compare->reference)
+            << ": green < tol/10, yellow < tol, red > tol, dark red: first divergence\";\n";
     else if (o.session)
-        out << "  label=\"backend: blue oneDNN, orange ggml CPU, green GPU, red host kernel, grey none (constant or fused)\";\n";
+        out << "  label=\"backend: blue oneDNN, orange ggml CPU, green GPU, red host kernel, grey none (constant or "
+               "fused)\";\n";
     int id = 0;
     emit(out, root, id, 1);
     out << edges.str() << "}\n";
@@ -134,15 +145,17 @@ std::string ggml_graph_dot(const Session& s) {
     ggml_cgraph* gf = const_cast<ggml_cgraph*>(s.ggml_graph());
     std::map<const ggml_tensor*, int> index;
     std::ostringstream out;
-    out << "digraph ggml {\n  rankdir=TB; node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10];\n"
+    out << "digraph ggml {\n  rankdir=TB; node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", "
+           "fontsize=10];\n"
         << "  edge [color=\"#666666\"];\n"
         << "  label=\"backend: blue oneDNN, orange ggml CPU, green GPU, red host kernel\";\n";
     for (int i = 0; gf && i < ggml_graph_n_nodes(gf); ++i) {
         ggml_tensor* t = ggml_graph_node(gf, i);
         index[t] = i;
-        std::string ne = "[" + std::to_string(t->ne[0]) + "," + std::to_string(t->ne[1]) + "," + std::to_string(t->ne[2]) + "," + std::to_string(t->ne[3]) + "]";
-        out << "  t" << i << " [label=\"" << esc(std::string(ggml_op_desc(t)) + "\n" + t->name + "\n" + ne) << "\", fillcolor=\""
-            << backend_color(s.tensor_backend(t)) << "\"];\n";
+        std::string ne = "[" + std::to_string(t->ne[0]) + "," + std::to_string(t->ne[1]) + "," +
+                         std::to_string(t->ne[2]) + "," + std::to_string(t->ne[3]) + "]";
+        out << "  t" << i << " [label=\"" << esc(std::string(ggml_op_desc(t)) + "\n" + t->name + "\n" + ne)
+            << "\", fillcolor=\"" << backend_color(s.tensor_backend(t)) << "\"];\n";
         for (ggml_tensor* src : t->src) {
             auto it = src ? index.find(src) : index.end();
             if (it != index.end()) out << "  t" << it->second << " -> t" << i << ";\n";
@@ -164,7 +177,9 @@ void write_picture(const std::string& dot, const std::string& file, bool svg) {
         if (p.find('\'') != std::string::npos) bad_input(p + ": a file name with a quote");
     if (std::system("command -v dot >/dev/null 2>&1") != 0) {
         std::remove(text.c_str());
-        bad_input("--svg needs Graphviz's dot (Debian: graphviz; scripts/setup.sh installs it); --dot FILE writes the DOT text");
+        bad_input(
+            "--svg needs Graphviz's dot (Debian: graphviz; scripts/setup.sh installs it); --dot FILE writes the DOT "
+            "text");
     }
     int rc = std::system(("dot -Tsvg " + quoted_in + " -o " + quoted_out).c_str());
     std::remove(text.c_str());

@@ -15,7 +15,7 @@ struct DotOptions {
     const Session* session = nullptr;        // backend colors (needs a built session)
     const CompareResult* compare = nullptr;  // error colors instead
     double tolerance = 1e-4;
-    int cluster_depth = 3;                   // nested clusters of at most this many name components
+    int cluster_depth = 3;  // nested clusters of at most this many name components
 };
 
 std::string onnx_graph_dot(const Graph& g, const DotOptions& o);

@@ -60,7 +60,8 @@ ggml_tensor* WeightPool::get(const std::string& key, ggml_type type, const int64
     if (it != published_.end()) return it->second;
     it = pending_.find(key);
     if (it != pending_.end()) return it->second;  // uploaded by the first reader in this graph
-    if (!pending_ctx_ || ggml_used_mem(pending_ctx_) + 8 * ggml_tensor_overhead() > ggml_get_mem_size(pending_ctx_)) throw Builder::ContextFull{};
+    if (!pending_ctx_ || ggml_used_mem(pending_ctx_) + 8 * ggml_tensor_overhead() > ggml_get_mem_size(pending_ctx_))
+        throw Builder::ContextFull{};
     ggml_tensor* t = ggml_new_tensor(pending_ctx_, type, 4, ne);
     std::string name = "s" + std::to_string(published_.size() + pending_.size());
     ggml_set_name(t, name.c_str());
@@ -203,7 +204,9 @@ static std::vector<typename Map::mapped_type> by_time(const Map& m) {
 
 std::vector<ProfileRow> Session::profile() const { return prof_ ? by_time(prof_->rows) : std::vector<ProfileRow>{}; }
 
-std::vector<ProfileNode> Session::profile_nodes() const { return prof_ ? by_time(prof_->nodes) : std::vector<ProfileNode>{}; }
+std::vector<ProfileNode> Session::profile_nodes() const {
+    return prof_ ? by_time(prof_->nodes) : std::vector<ProfileNode>{};
+}
 
 SchedStats Session::sched_stats() const {
     SchedStats st;
@@ -253,8 +256,12 @@ static bool overwritten_later(const ggml_cgraph* gf, const ggml_tensor* t) {
     bool after = t->op == GGML_OP_NONE;  // an input or weight: every node comes after it
     for (int i = 0; i < ggml_graph_n_nodes(g); ++i) {
         const ggml_tensor* n = ggml_graph_node(g, i);
-        if (n == t) { after = true; continue; }
-        bool view = n->op == GGML_OP_VIEW || n->op == GGML_OP_RESHAPE || n->op == GGML_OP_PERMUTE || n->op == GGML_OP_TRANSPOSE;
+        if (n == t) {
+            after = true;
+            continue;
+        }
+        bool view =
+            n->op == GGML_OP_VIEW || n->op == GGML_OP_RESHAPE || n->op == GGML_OP_PERMUTE || n->op == GGML_OP_TRANSPOSE;
         if (after && n->view_src == base && !view) return true;
     }
     return false;
@@ -264,7 +271,10 @@ std::optional<Tensor> Session::value(int id, std::string* why) const {
     const auto& vals = bg_->b->values;
     const Value& v = g_.values[size_t(id)];
     ggml_tensor* t = size_t(id) < vals.size() ? vals[size_t(id)] : nullptr;
-    auto none = [&](const std::string& w) -> std::optional<Tensor> { if (why) *why = w; return std::nullopt; };
+    auto none = [&](const std::string& w) -> std::optional<Tensor> {
+        if (why) *why = w;
+        return std::nullopt;
+    };
     if (!keep_values_) return none("the session does not keep values (SessionOptions::keep_values)");
     if (!t) return none(v.constant ? "folded on the host" : "no ggml tensor (fused away)");
     if (!t->buffer) return none("not computed");
@@ -310,43 +320,52 @@ size_t Session::buffer_bytes() const {
 
 std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) {
     if (inputs.size() != g_.inputs.size())
-        bad_input(g_.path + ": expected " + std::to_string(g_.inputs.size()) + " inputs, got " + std::to_string(inputs.size()));
+        bad_input(g_.path + ": expected " + std::to_string(g_.inputs.size()) + " inputs, got " +
+                  std::to_string(inputs.size()));
     for (size_t k = 0; k < inputs.size(); ++k) {
         const Value& v = g_.values[g_.inputs[k]];
         const Tensor& t = inputs[k];
         if (t.shape != v.shape)
-            bad_input(g_.path + ": input '" + v.name + "' has shape " + shape_str(t.shape) + ", the model expects " + shape_str(v.shape));
+            bad_input(g_.path + ": input '" + v.name + "' has shape " + shape_str(t.shape) + ", the model expects " +
+                      shape_str(v.shape));
         ggml_tensor* gt = bg_->b->inputs[k];
         if (!gt || !gt->buffer) continue;  // the graph only uses the input's shape
         if (gt->type == GGML_TYPE_F32) {
             if (t.dtype != v.dtype)
-                bad_input(g_.path + ": input '" + v.name + "' has dtype " + dtype_name(t.dtype) + ", the model expects " + dtype_name(v.dtype));
+                bad_input(g_.path + ": input '" + v.name + "' has dtype " + dtype_name(t.dtype) +
+                          ", the model expects " + dtype_name(v.dtype));
             Tensor f = t.cast(DType::F32);  // bool inputs are 0/1 floats on the device
             ggml_backend_tensor_set(gt, f.data(), 0, ggml_nbytes(gt));
         } else if (gt->type != GGML_TYPE_I32) {  // held bit for bit, for host kernels
             if (t.dtype != v.dtype)
-                bad_input(g_.path + ": input '" + v.name + "' has dtype " + dtype_name(t.dtype) + ", the model expects " + dtype_name(v.dtype));
+                bad_input(g_.path + ": input '" + v.name + "' has dtype " + dtype_name(t.dtype) +
+                          ", the model expects " + dtype_name(v.dtype));
             ggml_backend_tensor_set(gt, t.data(), 0, ggml_nbytes(gt));
         } else {
             if (dtype_is_float(t.dtype) || t.dtype == DType::Bool)
-                bad_input(g_.path + ": input '" + v.name + "' has dtype " + dtype_name(t.dtype) + ", the model expects " + dtype_name(v.dtype));
+                bad_input(g_.path + ": input '" + v.name + "' has dtype " + dtype_name(t.dtype) +
+                          ", the model expects " + dtype_name(v.dtype));
             Tensor i32 = Tensor::zeros(DType::I32, t.shape);
             int64_t bound = bg_->b->index_bound[k];
             for (int64_t i = 0; i < t.numel(); ++i) {
                 int64_t x = t.geti(i);
                 if (bound > 0) {
                     if (x < -bound || x >= bound)
-                        bad_input(g_.path + ": input '" + v.name + "' holds index " + std::to_string(x) + ", out of range [" + std::to_string(-bound) + ", " + std::to_string(bound) + ")");
+                        bad_input(g_.path + ": input '" + v.name + "' holds index " + std::to_string(x) +
+                                  ", out of range [" + std::to_string(-bound) + ", " + std::to_string(bound) + ")");
                     if (x < 0) x += bound;
                 }
-                if (x < INT32_MIN || x > INT32_MAX) bad_input(g_.path + ": input '" + v.name + "' holds " + std::to_string(x) + ", outside the int32 range ggml indexes with");
+                if (x < INT32_MIN || x > INT32_MAX)
+                    bad_input(g_.path + ": input '" + v.name + "' holds " + std::to_string(x) +
+                              ", outside the int32 range ggml indexes with");
                 i32.seti(i, x);
             }
             ggml_backend_tensor_set(gt, i32.data(), 0, ggml_nbytes(gt));
         }
     }
     if (sched_ && threads_ <= 0) o2g_runtime::set_threads_now(backend_, cpu_);  // cores free now
-    if (sched_ && ggml_backend_sched_graph_compute(sched_, bg_->gf) != GGML_STATUS_SUCCESS) fail(kExitInternal, "graph compute failed");
+    if (sched_ && ggml_backend_sched_graph_compute(sched_, bg_->gf) != GGML_STATUS_SUCCESS)
+        fail(kExitInternal, "graph compute failed");
     for (auto& k : bg_->b->host_kernels) {  // a host kernel that failed (e.g. an index out of range in the data)
         std::lock_guard<std::mutex> l(k->m);
         if (!k->error.empty()) {

@@ -17,15 +17,16 @@ class WeightPool;
 
 struct SessionOptions {
     std::string backend = "auto";  // a ggml device name (case-insensitive prefix), "cpu" (pure ggml) or "auto"
-    int threads = 0;              // 0 = the usable cores not busy elsewhere, taken at every run (o2g_runtime.h)
-    WeightRules weights;  // how MatMul/Gemm/Conv weights are stored (--weights, --weights-rule, --gguf; Builder::weight_rules)
+    int threads = 0;               // 0 = the usable cores not busy elsewhere, taken at every run (o2g_runtime.h)
+    WeightRules
+        weights;  // how MatMul/Gemm/Conv weights are stored (--weights, --weights-rule, --gguf; Builder::weight_rules)
     // Drop the graph's initializer data once the weights are uploaded (the graph cannot be
     // lowered again afterwards): peak memory is then one copy of the weights.
     bool release_host_constants = false;
-    WeightPool* pool = nullptr;         // initializers' weights shared with other sessions of the model
-    uint64_t held_bytes = 0;           // memory held elsewhere (other sessions), counted in --max-memory checks
-    bool keep_values = false;          // every intermediate value readable after run (Session::value; `compare`)
-    bool no_inplace = false;           // no in-place writes across nodes (keep_values then sees every value)
+    WeightPool* pool = nullptr;  // initializers' weights shared with other sessions of the model
+    uint64_t held_bytes = 0;     // memory held elsewhere (other sessions), counted in --max-memory checks
+    bool keep_values = false;    // every intermediate value readable after run (Session::value; `compare`)
+    bool no_inplace = false;     // no in-place writes across nodes (keep_values then sees every value)
 };
 
 // The weights that several sessions of one model share (the Builder's WeightShare): the tensors a
@@ -42,8 +43,8 @@ public:
     void begin(size_t max_tensors) override;
     uint64_t pending_bytes() const;
     void alloc(ggml_backend_buffer_type_t buft);  // the pending tensors' memory
-    void publish();                                // they hold their data: later graphs may use them
-    uint64_t bytes() const { return bytes_; }      // published
+    void publish();                               // they hold their data: later graphs may use them
+    uint64_t bytes() const { return bytes_; }     // published
     size_t size() const { return published_.size(); }
 
 private:
@@ -64,8 +65,8 @@ std::vector<std::string> backend_names();
 // Time spent per ggml op type and backend over the profiled runs (Session::set_profile).
 struct ProfileRow {
     std::string op, backend;
-    int nodes = 0;      // graph nodes of this op on this backend (per run)
-    double ms = 0;      // total over the profiled runs
+    int nodes = 0;  // graph nodes of this op on this backend (per run)
+    double ms = 0;  // total over the profiled runs
 };
 
 // One profiled node: its ggml name (the ONNX value it computes), op and backend.
@@ -95,7 +96,7 @@ public:
     size_t buffer_bytes() const;  // its own weight and compute buffers
     // Profiling: each node is then computed on its own and timed (slower than a plain run).
     void set_profile(bool on);
-    std::vector<ProfileRow> profile() const;  // by time, largest first
+    std::vector<ProfileRow> profile() const;         // by time, largest first
     std::vector<ProfileNode> profile_nodes() const;  // by time, largest first
     SchedStats sched_stats() const;
     // With SessionOptions::keep_values, after run: the value `id` of the graph as the last run computed it.

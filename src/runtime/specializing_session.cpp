@@ -12,7 +12,7 @@ namespace onnx2ggml {
 
 // staged execution (make_cut): the model cut where a value computed inside it decides a compile-time fact
 struct SpecializingSession::Cut {
-    std::vector<std::string> values;     // the values stage 2 needs at compile time
+    std::vector<std::string> values;  // the values stage 2 needs at compile time
     std::unique_ptr<SpecializingSession> before, after;
     // per stage-1 input: its index among the entry's graph inputs
     std::vector<size_t> before_feed;
@@ -42,14 +42,18 @@ std::string xdims(const Shape& s) {
 }
 
 std::string dim_name(const Value& v, size_t i) {
-    return i < v.dim_params.size() && !v.dim_params[i].empty() ? "'" + v.dim_params[i] + "'" : "dim " + std::to_string(i);
+    return i < v.dim_params.size() && !v.dim_params[i].empty() ? "'" + v.dim_params[i] + "'"
+                                                               : "dim " + std::to_string(i);
 }
 
 // "batch=2, height=64": what a shape binds the model's dynamic dims of v to
 std::string implied(const Value& v, const Shape& s) {
     std::string r;
     for (size_t i = 0; i < v.shape.size() && i < s.size(); ++i)
-        if (v.shape[i] < 0) r += (r.empty() ? "" : ", ") + (i < v.dim_params.size() && !v.dim_params[i].empty() ? v.dim_params[i] : "dim " + std::to_string(i)) + "=" + std::to_string(s[i]);
+        if (v.shape[i] < 0)
+            r += (r.empty() ? "" : ", ") +
+                 (i < v.dim_params.size() && !v.dim_params[i].empty() ? v.dim_params[i] : "dim " + std::to_string(i)) +
+                 "=" + std::to_string(s[i]);
     return r;
 }
 
@@ -61,13 +65,18 @@ std::string ms_str(double ms) {
 
 }  // namespace
 
-std::vector<Shape> resolve_input_shapes(const Graph& model, const std::vector<int>& ids, const std::vector<const Tensor*>& inputs,
-                                        const CompileOptions& opts, const std::vector<std::string>& sources) {
+std::vector<Shape> resolve_input_shapes(const Graph& model, const std::vector<int>& ids,
+                                        const std::vector<const Tensor*>& inputs, const CompileOptions& opts,
+                                        const std::vector<std::string>& sources) {
     if (inputs.size() != ids.size())
-        bad_input(model.path + ": expected " + std::to_string(ids.size()) + " inputs, got " + std::to_string(inputs.size()));
+        bad_input(model.path + ": expected " + std::to_string(ids.size()) + " inputs, got " +
+                  std::to_string(inputs.size()));
     std::vector<Shape> r(ids.size());
     std::vector<std::string> what(ids.size());  // where each shape comes from, for the messages
-    struct Binding { int64_t value; size_t input; };
+    struct Binding {
+        int64_t value;
+        size_t input;
+    };
     std::map<std::string, Binding> sym;  // symbolic dim name -> the value the first input binding it gives
     std::vector<bool> known(ids.size(), false);
     for (size_t k = 0; k < ids.size(); ++k) {  // given tensors, else --input-shape: checked, and binding symbolic dims
@@ -75,13 +84,16 @@ std::vector<Shape> resolve_input_shapes(const Graph& model, const std::vector<in
         auto given = opts.input_shapes.find(v.name);
         if (inputs[k]) {
             const Tensor& t = *inputs[k];
-            what[k] = (k < sources.size() && !sources[k].empty() ? sources[k] : model.path) + ": input '" + v.name + "'";
+            what[k] =
+                (k < sources.size() && !sources[k].empty() ? sources[k] : model.path) + ": input '" + v.name + "'";
             bool int_ok = !dtype_is_float(v.dtype) && (t.dtype == DType::I64 || t.dtype == DType::I32);
             if (t.dtype != v.dtype && !int_ok)
                 bad_input(what[k] + " has dtype " + dtype_name(t.dtype) + ", the model expects " + dtype_name(v.dtype));
             if (given != opts.input_shapes.end() && given->second != t.shape)
-                bad_input(what[k] + " has shape " + shape_str(t.shape) + (implied(v, t.shape).empty() ? "" : " (" + implied(v, t.shape) + ")") +
-                          ", but --input-shape gives " + v.name + "=" + xdims(given->second) + ": give one of them (dims are taken from the input)");
+                bad_input(what[k] + " has shape " + shape_str(t.shape) +
+                          (implied(v, t.shape).empty() ? "" : " (" + implied(v, t.shape) + ")") +
+                          ", but --input-shape gives " + v.name + "=" + xdims(given->second) +
+                          ": give one of them (dims are taken from the input)");
             r[k] = t.shape;
         } else if (given != opts.input_shapes.end()) {
             what[k] = model.path + ": --input-shape " + v.name + "=";
@@ -93,11 +105,15 @@ std::vector<Shape> resolve_input_shapes(const Graph& model, const std::vector<in
         bool file = inputs[k] != nullptr;
         auto dims = [&](size_t x) { return inputs[x] ? " has shape " + shape_str(r[x]) : xdims(r[x]); };
         if (r[k].size() != v.shape.size())
-            bad_input(what[k] + dims(k) + (file ? " (rank " + std::to_string(r[k].size()) + ")" : " has rank " + std::to_string(r[k].size())) +
-                      ", the model declares rank " + std::to_string(v.shape.size()) + " (" + model_dims(v) + ")");
+            bad_input(
+                what[k] + dims(k) +
+                (file ? " (rank " + std::to_string(r[k].size()) + ")" : " has rank " + std::to_string(r[k].size())) +
+                ", the model declares rank " + std::to_string(v.shape.size()) + " (" + model_dims(v) + ")");
         for (size_t i = 0; i < v.shape.size(); ++i)
             if (v.shape[i] >= 0 && r[k][i] != v.shape[i])
-                bad_input(what[k] + dims(k) + (file ? ", the model expects " + model_dims(v) + " (its static dim " : " conflicts with the model's static dim ") +
+                bad_input(what[k] + dims(k) +
+                          (file ? ", the model expects " + model_dims(v) + " (its static dim "
+                                : " conflicts with the model's static dim ") +
                           std::to_string(i) + " = " + std::to_string(v.shape[i]) + (file ? ")" : ""));
         for (size_t i = 0; i < v.shape.size(); ++i) {
             if (v.shape[i] >= 0 || i >= v.dim_params.size() || v.dim_params[i].empty()) continue;
@@ -108,8 +124,9 @@ std::vector<Shape> resolve_input_shapes(const Graph& model, const std::vector<in
             auto side = [&](size_t x, int64_t val) {
                 return what[x] + dims(x) + " (" + p + "=" + std::to_string(val) + ")";
             };
-            bad_input("inputs '" + model.values[size_t(ids[j])].name + "' and '" + v.name + "' disagree on the symbolic dim '" + p + "': " +
-                      side(j, b.first->second.value) + ", " + side(k, r[k][i]));
+            bad_input("inputs '" + model.values[size_t(ids[j])].name + "' and '" + v.name +
+                      "' disagree on the symbolic dim '" + p + "': " + side(j, b.first->second.value) + ", " +
+                      side(k, r[k][i]));
         }
     }
     for (size_t k = 0; k < ids.size(); ++k) {  // neither: the static dims and the symbolic dims other inputs bind
@@ -120,8 +137,10 @@ std::vector<Shape> resolve_input_shapes(const Graph& model, const std::vector<in
             if (v.shape[i] >= 0) continue;
             auto b = i < v.dim_params.size() && !v.dim_params[i].empty() ? sym.find(v.dim_params[i]) : sym.end();
             if (b == sym.end())
-                bad_input(model.path + ": input '" + v.name + "' has a dynamic dim " + std::to_string(i) + " (" + dim_name(v, i) + ") that no given input binds (the model declares " +
-                          model_dims(v) + "): give --input " + v.name + "=FILE.npy (its dims are taken from the file) or, for --random-inputs, --input-shape " +
+                bad_input(model.path + ": input '" + v.name + "' has a dynamic dim " + std::to_string(i) + " (" +
+                          dim_name(v, i) + ") that no given input binds (the model declares " + model_dims(v) +
+                          "): give --input " + v.name +
+                          "=FILE.npy (its dims are taken from the file) or, for --random-inputs, --input-shape " +
                           v.name + "=...");
             r[k][i] = b->second.value;
         }
@@ -129,7 +148,8 @@ std::vector<Shape> resolve_input_shapes(const Graph& model, const std::vector<in
     return r;
 }
 
-SpecializingSession::SpecializingSession(Graph model, const CompileOptions& copts, const SessionOptions& sopts, size_t max_specializations)
+SpecializingSession::SpecializingSession(Graph model, const CompileOptions& copts, const SessionOptions& sopts,
+                                         size_t max_specializations)
     : model_(std::move(model)), copts_(copts), sopts_(sopts), max_(std::max<size_t>(1, max_specializations)) {
     for (auto& kv : copts_.frozen_inputs) {
         int id = model_.find(kv.first);
@@ -166,7 +186,9 @@ std::vector<std::string> SpecializingSession::control_inputs() const {
             for (auto* st : {e.cut->before.get(), e.cut->after.get()})
                 for (auto& n : st->control_inputs()) {
                     int id = model_.find(n);
-                    if (std::find(inputs_.begin(), inputs_.end(), id) != inputs_.end() && std::find(r.begin(), r.end(), n) == r.end()) r.push_back(n);
+                    if (std::find(inputs_.begin(), inputs_.end(), id) != inputs_.end() &&
+                        std::find(r.begin(), r.end(), n) == r.end())
+                        r.push_back(n);
                 }
     return r;
 }
@@ -195,7 +217,8 @@ std::string SpecializingSession::signature(const std::vector<Tensor>& inputs, st
             if (c.dtype != DType::String && c.numel() <= 4) {
                 shown += " value ";
                 for (int64_t i = 0; i < c.numel(); ++i)
-                    shown += (i ? "," : "") + (dtype_is_float(c.dtype) ? std::to_string(c.getf(i)) : std::to_string(c.geti(i)));
+                    shown += (i ? "," : "") +
+                             (dtype_is_float(c.dtype) ? std::to_string(c.getf(i)) : std::to_string(c.geti(i)));
             } else {
                 shown += " (value)";
             }
@@ -205,7 +228,8 @@ std::string SpecializingSession::signature(const std::vector<Tensor>& inputs, st
     return key;
 }
 
-SpecializingSession::Entry SpecializingSession::specialize_for(const std::vector<Tensor>& inputs, const std::vector<Shape>& shapes) {
+SpecializingSession::Entry SpecializingSession::specialize_for(const std::vector<Tensor>& inputs,
+                                                               const std::vector<Shape>& shapes) {
     for (;;) {
         auto g = std::make_unique<Graph>(model_);  // initializer data is shared, not copied
         CompileOptions o = copts_;
@@ -224,12 +248,14 @@ SpecializingSession::Entry SpecializingSession::specialize_for(const std::vector
         auto entry = [&](std::vector<std::string> cut_at) {
             Entry e;
             e.g = std::move(g);
-            for (int id : e.g->inputs) e.feed.push_back(size_t(std::find(inputs_.begin(), inputs_.end(), id) - inputs_.begin()));
+            for (int id : e.g->inputs)
+                e.feed.push_back(size_t(std::find(inputs_.begin(), inputs_.end(), id) - inputs_.begin()));
             e.cut_at = std::move(cut_at);
             return e;
         };
         if (bad.empty()) return entry({});
-        bool needs_only = std::all_of(bad.begin(), bad.end(), [](const UnsupportedOp& u) { return !u.needs_constant.empty(); });
+        bool needs_only =
+            std::all_of(bad.begin(), bad.end(), [](const UnsupportedOp& u) { return !u.needs_constant.empty(); });
         if (!needs_only) fail_specialization(*g, bad, inputs);  // freezing more would not make it run: report all now
         // values needed at compile time: freeze the graph inputs they come from and try again.
         // A graph input that is such a value is frozen whatever its dtype; one it is computed from
@@ -265,8 +291,10 @@ SpecializingSession::Entry SpecializingSession::specialize_for(const std::vector
         std::vector<std::string> values;
         for (auto& u : bad) {
             int id = g->find(u.needs_constant);
-            if (id < 0 || g->values[size_t(id)].producer < 0 || !g->values[size_t(id)].has_shape) fail_specialization(*g, bad, inputs);
-            if (std::find(values.begin(), values.end(), u.needs_constant) == values.end()) values.push_back(u.needs_constant);
+            if (id < 0 || g->values[size_t(id)].producer < 0 || !g->values[size_t(id)].has_shape)
+                fail_specialization(*g, bad, inputs);
+            if (std::find(values.begin(), values.end(), u.needs_constant) == values.end())
+                values.push_back(u.needs_constant);
         }
         return entry(values);
     }
@@ -280,19 +308,22 @@ std::string SpecializingSession::control_summary(const std::vector<Tensor>& inpu
     for (size_t k = 0; k < inputs_.size(); ++k) {
         if (!control_[k]) continue;
         const Tensor& t = inputs[k];
-        std::string v = t.dtype != DType::String && t.numel() == 1 ? " = " + (dtype_is_float(t.dtype) ? std::to_string(t.getf(0)) : std::to_string(t.geti(0))) : "";
+        std::string v = t.dtype != DType::String && t.numel() == 1
+                            ? " = " + (dtype_is_float(t.dtype) ? std::to_string(t.getf(0)) : std::to_string(t.geti(0)))
+                            : "";
         ctl += (ctl.empty() ? "" : ", ") + model_.values[size_t(inputs_[k])].name + v;
     }
     for (auto& kv : copts_.frozen_inputs) ctl += (ctl.empty() ? "" : ", ") + kv.first + " (--freeze)";
     return ctl;
 }
 
-void SpecializingSession::fail_specialization(const Graph& g, const std::vector<UnsupportedOp>& bad, const std::vector<Tensor>& inputs) const {
+void SpecializingSession::fail_specialization(const Graph& g, const std::vector<UnsupportedOp>& bad,
+                                              const std::vector<Tensor>& inputs) const {
     std::string ctl = control_summary(inputs);
     for (auto& u : bad)
         if (u.limit && !ctl.empty())
-            bad_input(g.path + ": node '" + u.node + "' (" + u.op_type + ", opset " + std::to_string(u.opset) + "): " + u.reason +
-                      " (the control inputs of this run: " + ctl + ")");
+            bad_input(g.path + ": node '" + u.node + "' (" + u.op_type + ", opset " + std::to_string(u.opset) +
+                      "): " + u.reason + " (the control inputs of this run: " + ctl + ")");
     throw_unsupported(g, bad);
     internal_error(g.path + ": specialization failed without naming a node");
 }
@@ -319,14 +350,16 @@ SpecializingSession::Entry& SpecializingSession::lookup_or_specialize(const std:
         return lru_.front();
     }
     if (single_)
-        bad_input(model_.path + ": inputs of another shape or control value (" + (shown.empty() ? "a new signature" : shown) +
+        bad_input(model_.path + ": inputs of another shape or control value (" +
+                  (shown.empty() ? "a new signature" : shown) +
                   ") for a session that runs one signature (its host copies of the weights are gone)");
     auto t0 = std::chrono::steady_clock::now();
     while (lru_.size() >= max_) {  // make room first: its memory is free for the new one
         if (lru_.back().cut)
             for (auto* st : {lru_.back().cut->before.get(), lru_.back().cut->after.get()}) {
                 SpecializationStats x = st->stats();
-                evicted_stages_.hits += x.hits, evicted_stages_.misses += x.misses, evicted_stages_.evictions += x.evictions;
+                evicted_stages_.hits += x.hits, evicted_stages_.misses += x.misses,
+                    evicted_stages_.evictions += x.evictions;
                 evicted_stages_.specialize_ms += x.specialize_ms;
             }
         index_.erase(lru_.back().key);
@@ -336,7 +369,7 @@ SpecializingSession::Entry& SpecializingSession::lookup_or_specialize(const std:
     last_ = nullptr;
     Entry e = specialize_for(inputs, shapes);
     key = signature(inputs, &(shown = ""));  // the control inputs found may have grown
-    if (!e.cut_at.empty()) {  // staged: the cut is this signature's entry
+    if (!e.cut_at.empty()) {                 // staged: the cut is this signature's entry
         e.cut = make_cut(*e.g, e.cut_at);
         e.key = key;
         auto old = index_.find(key);
@@ -349,7 +382,8 @@ SpecializingSession::Entry& SpecializingSession::lookup_or_specialize(const std:
         stats_.misses++;
         return lru_.front();
     }
-    bool one = one_signature_ || (fixed_shapes_ && std::none_of(control_.begin(), control_.end(), [](bool c) { return c; }));
+    bool one =
+        one_signature_ || (fixed_shapes_ && std::none_of(control_.begin(), control_.end(), [](bool c) { return c; }));
     if (one && lru_.empty()) {
         // the only signature there can be: the host copies of the weights go once they are uploaded
         single_ = sopts_.release_host_constants;
@@ -385,9 +419,11 @@ SpecializingSession::Entry& SpecializingSession::lookup_or_specialize(const std:
     if (verbose_) {
         std::string ctl;
         for (auto& n : control_inputs()) ctl += (ctl.empty() ? "" : ", ") + n;
-        fprintf(stderr, "onnx2ggml: specialization cache miss: %s: specialized in %s (%zu cached, %llu evicted; control inputs: %s; shared weights %.1f MB)\n",
-                shown.c_str(), ms_str(ms).c_str(), lru_.size(), static_cast<unsigned long long>(stats_.evictions), ctl.empty() ? "none" : ctl.c_str(),
-                double(pool_.bytes()) / 1048576.0);
+        fprintf(stderr,
+                "onnx2ggml: specialization cache miss: %s: specialized in %s (%zu cached, %llu evicted; control "
+                "inputs: %s; shared weights %.1f MB)\n",
+                shown.c_str(), ms_str(ms).c_str(), lru_.size(), static_cast<unsigned long long>(stats_.evictions),
+                ctl.empty() ? "none" : ctl.c_str(), double(pool_.bytes()) / 1048576.0);
     }
     last_ = lru_.front().s.get();
     return lru_.front();
@@ -420,7 +456,6 @@ std::vector<Tensor> SpecializingSession::run_entry(Entry& e, const std::vector<T
 
 // ---- staged execution -------------------------------------------------------------------------
 
-
 namespace {
 
 // The values node n reads: its inputs and the free variables of its subgraphs (an If branch reads
@@ -449,7 +484,8 @@ void restrict_graph(Graph& g, const std::vector<bool>& keep, std::vector<int> in
 
 }  // namespace
 
-std::shared_ptr<SpecializingSession::Cut> SpecializingSession::make_cut(const Graph& m, const std::vector<std::string>& values) const {
+std::shared_ptr<SpecializingSession::Cut> SpecializingSession::make_cut(const Graph& m,
+                                                                        const std::vector<std::string>& values) const {
     auto cut = std::make_shared<Cut>();
     cut->values = values;
     // a value both stages hold as it is: a constant (an initializer or a folded value)
@@ -466,7 +502,9 @@ std::shared_ptr<SpecializingSession::Cut> SpecializingSession::make_cut(const Gr
         first[size_t(p)] = true;
         for (int in : reads(m, m.nodes[size_t(p)])) stack.push_back(in);
     }
-    auto made_first = [&](int v) { return !is_const(v) && m.values[size_t(v)].producer >= 0 && first[size_t(m.values[size_t(v)].producer)]; };
+    auto made_first = [&](int v) {
+        return !is_const(v) && m.values[size_t(v)].producer >= 0 && first[size_t(m.values[size_t(v)].producer)];
+    };
     // what crosses: the cut values, the stage-1 values stage 2 reads, the model outputs stage 1 makes
     std::vector<int> crossing;
     std::set<int> seen, read1, read2;
@@ -488,7 +526,8 @@ std::shared_ptr<SpecializingSession::Cut> SpecializingSession::make_cut(const Gr
             read2.insert(o);
         }
     }
-    std::vector<int> in1, in2;  // the graph inputs each stage reads (in the graph's order), then stage 2's crossing values
+    std::vector<int> in1,
+        in2;  // the graph inputs each stage reads (in the graph's order), then stage 2's crossing values
     for (size_t k = 0; k < m.inputs.size(); ++k) {
         if (read1.count(m.inputs[k])) in1.push_back(m.inputs[k]), cut->before_feed.push_back(k);
         if (read2.count(m.inputs[k])) in2.push_back(m.inputs[k]), cut->after_feed.push_back({false, k});
@@ -511,8 +550,11 @@ std::shared_ptr<SpecializingSession::Cut> SpecializingSession::make_cut(const Gr
         std::string v;
         for (auto& n : values) v += (v.empty() ? "" : ", ") + n;
         if (v.size() > 300) v = v.substr(0, 300) + "... (" + std::to_string(values.size()) + " values)";
-        fprintf(stderr, "onnx2ggml: staged execution: %s computed in the graph decide%s compile-time facts: stage 1 runs %zu of %zu nodes\n", v.c_str(),
-                values.size() == 1 ? "s" : "", size_t(std::count(first.begin(), first.end(), true)), m.nodes.size());
+        fprintf(stderr,
+                "onnx2ggml: staged execution: %s computed in the graph decide%s compile-time facts: stage 1 runs %zu "
+                "of %zu nodes\n",
+                v.c_str(), values.size() == 1 ? "s" : "", size_t(std::count(first.begin(), first.end(), true)),
+                m.nodes.size());
     }
     return cut;
 }

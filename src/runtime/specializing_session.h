@@ -39,8 +39,9 @@ namespace onnx2ggml {
 // opts.input_shapes, one value per symbolic dim name across inputs; `sources[k]` names its file
 // for the messages, may be empty); a missing one takes opts.input_shapes, the static dims and the
 // symbolic dims the given inputs bind, and fails (exit 2) on a dim that stays unknown.
-std::vector<Shape> resolve_input_shapes(const Graph& model, const std::vector<int>& ids, const std::vector<const Tensor*>& inputs,
-                                        const CompileOptions& opts, const std::vector<std::string>& sources = {});
+std::vector<Shape> resolve_input_shapes(const Graph& model, const std::vector<int>& ids,
+                                        const std::vector<const Tensor*>& inputs, const CompileOptions& opts,
+                                        const std::vector<std::string>& sources = {});
 
 struct SpecializationStats {
     uint64_t runs = 0, hits = 0, misses = 0, evictions = 0;
@@ -51,7 +52,8 @@ struct SpecializationStats {
 class SpecializingSession {
 public:
     // copts: passes, --freeze overrides (copts.input_shapes are not used: shapes come from the inputs).
-    SpecializingSession(Graph model, const CompileOptions& copts, const SessionOptions& sopts, size_t max_specializations = 8);
+    SpecializingSession(Graph model, const CompileOptions& copts, const SessionOptions& sopts,
+                        size_t max_specializations = 8);
     ~SpecializingSession();
     SpecializingSession(const SpecializingSession&) = delete;
     SpecializingSession& operator=(const SpecializingSession&) = delete;
@@ -65,10 +67,10 @@ public:
     // (a staged model runs once to specialize its stages, and returns the last stage's session).
     Session& session_for(const std::vector<Tensor>& inputs);
     Session* last() { return last_; }  // the session of the latest run / session_for (staged: the last stage's)
-    std::vector<std::string> cut_values() const;  // staged execution: the values the model is cut at (all stages)
-    SpecializationStats stats() const;  // staged: the stages' specializations counted too
+    std::vector<std::string> cut_values() const;      // staged execution: the values the model is cut at (all stages)
+    SpecializationStats stats() const;                // staged: the stages' specializations counted too
     std::vector<std::string> control_inputs() const;  // found so far, by name (not the --freeze ones)
-    size_t cached() const;  // specializations held (staged: of every stage)
+    size_t cached() const;                            // specializations held (staged: of every stage)
     uint64_t shared_weight_bytes() const { return pool_.bytes(); }
     void set_verbose(bool on) { verbose_ = on; }  // one line per run on stderr: hit or miss, signature, time
     // The caller runs one signature only (the CLI with one input set): with
@@ -82,16 +84,17 @@ private:
     struct Entry {
         std::string key;
         std::unique_ptr<Graph> g;
-        std::unique_ptr<Session> s;    // or, staged, the cut (g: the graph as far as it specialized)
+        std::unique_ptr<Session> s;  // or, staged, the cut (g: the graph as far as it specialized)
         std::shared_ptr<Cut> cut;
-        std::vector<size_t> feed;      // per input of the specialized graph: its index in inputs_
+        std::vector<size_t> feed;         // per input of the specialized graph: its index in inputs_
         std::vector<std::string> cut_at;  // the values computed in the graph that it needs at compile time
     };
     Entry& lookup_or_specialize(const std::vector<Tensor>& inputs);
     Entry specialize_for(const std::vector<Tensor>& inputs, const std::vector<Shape>& shapes);
     std::shared_ptr<Cut> make_cut(const Graph& g, const std::vector<std::string>& values) const;
     std::vector<Tensor> run_entry(Entry& e, const std::vector<Tensor>& inputs);
-    [[noreturn]] void fail_specialization(const Graph& g, const std::vector<UnsupportedOp>& bad, const std::vector<Tensor>& inputs) const;
+    [[noreturn]] void fail_specialization(const Graph& g, const std::vector<UnsupportedOp>& bad,
+                                          const std::vector<Tensor>& inputs) const;
     std::string control_summary(const std::vector<Tensor>& inputs) const;
     std::string signature(const std::vector<Tensor>& inputs, std::string* readable) const;
     Tensor control_value(size_t k, const Tensor& t) const;
@@ -105,8 +108,8 @@ private:
     bool fixed_shapes_ = true;   // every input's shape is static
     bool single_ = false;        // one signature only: the host copies of the weights are dropped
     bool verbose_ = false, one_signature_ = false;
-    WeightPool pool_;            // before the cache: outlives every session that reads it
-    std::list<Entry> lru_;       // most recently used first
+    WeightPool pool_;       // before the cache: outlives every session that reads it
+    std::list<Entry> lru_;  // most recently used first
     std::unordered_map<std::string, std::list<Entry>::iterator> index_;
     Session* last_ = nullptr;
     SpecializationStats stats_;

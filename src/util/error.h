@@ -36,6 +36,8 @@ struct LimitExceeded : Error {
 [[noreturn]] inline void fail(int code, const std::string& msg) { throw Error(code, msg); }
 [[noreturn]] inline void bad_input(const std::string& msg) { throw Error(kExitBadInput, msg); }
 [[noreturn]] inline void unsupported(const std::string& msg) { throw Error(kExitUnsupported, msg); }
-[[noreturn]] inline void internal_error(const std::string& msg) { throw Error(kExitInternal, "internal error: " + msg); }
+[[noreturn]] inline void internal_error(const std::string& msg) {
+    throw Error(kExitInternal, "internal error: " + msg);
+}
 
 }  // namespace onnx2ggml

@@ -21,7 +21,8 @@ Tensor read_npy(const std::string& path) {
                 uint32_t cp;
                 std::memcpy(&cp, a.data.data() + 4 * (i * w + k), 4);
                 if (cp == 0) break;
-                if (cp > 0x10ffff || (cp >= 0xd800 && cp < 0xe000)) bad_input(path + ": element " + std::to_string(i) + " holds an invalid code point");
+                if (cp > 0x10ffff || (cp >= 0xd800 && cp < 0xe000))
+                    bad_input(path + ": element " + std::to_string(i) + " holds an invalid code point");
                 utf8_encode(cp, items[i]);
             }
         return Tensor::from_strings(std::move(items), a.shape);
@@ -97,7 +98,8 @@ Comparison compare(const Tensor& a, const Tensor& e, double rtol, double atol) {
         for (size_t i = 0; i < e.strings().size() && c.pass; ++i)
             if (a.strings()[i] != e.strings()[i]) {
                 c.pass = false;
-                c.why = "element " + std::to_string(i) + ": got '" + a.strings()[i].substr(0, 80) + "', expected '" + e.strings()[i].substr(0, 80) + "'";
+                c.why = "element " + std::to_string(i) + ": got '" + a.strings()[i].substr(0, 80) + "', expected '" +
+                        e.strings()[i].substr(0, 80) + "'";
             }
         return c;
     }

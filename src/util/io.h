@@ -6,7 +6,7 @@
 
 namespace onnx2ggml {
 
-Tensor read_npy(const std::string& path);               // errors name the file
+Tensor read_npy(const std::string& path);  // errors name the file
 void write_npy(const std::string& path, const Tensor& t);
 Tensor random_tensor(DType t, const Shape& s, uint64_t seed);
 

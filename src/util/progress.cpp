@@ -19,8 +19,11 @@ static double delay_ms() {
 }
 
 Progress::Progress(std::string label, uint64_t total)
-    : label_(std::move(label)), total_(total), enabled_(!g_quiet && total > 0 && isatty(STDERR_FILENO)),
-      start_(std::chrono::steady_clock::now()), last_(start_) {}
+    : label_(std::move(label)),
+      total_(total),
+      enabled_(!g_quiet && total > 0 && isatty(STDERR_FILENO)),
+      start_(std::chrono::steady_clock::now()),
+      last_(start_) {}
 
 void Progress::update(uint64_t done) {
     if (!enabled_) return;
@@ -34,8 +37,9 @@ void Progress::update(uint64_t done) {
     int fill = int(double(width) * double(done) / double(total_));
     std::string bar(size_t(fill), '#');
     bar += std::string(size_t(width - fill), '.');
-    fprintf(stderr, "\r%s [%s] %3d%% (%llu/%llu) %.1fs", label_.c_str(), bar.c_str(), int(100.0 * double(done) / double(total_)),
-            static_cast<unsigned long long>(done), static_cast<unsigned long long>(total_), since_start / 1000.0);
+    fprintf(stderr, "\r%s [%s] %3d%% (%llu/%llu) %.1fs", label_.c_str(), bar.c_str(),
+            int(100.0 * double(done) / double(total_)), static_cast<unsigned long long>(done),
+            static_cast<unsigned long long>(total_), since_start / 1000.0);
     fflush(stderr);
 }
 

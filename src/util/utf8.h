@@ -21,7 +21,10 @@ inline size_t utf8_decode(const std::string& s, size_t i, uint32_t& cp) {
 }
 
 inline void utf8_encode(uint32_t cp, std::string& r) {
-    if (cp < 0x80) { r += char(cp); return; }
+    if (cp < 0x80) {
+        r += char(cp);
+        return;
+    }
     int n = cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
     r += char((0xf00 >> n) | (cp >> (6 * (n - 1))));
     for (int k = n - 2; k >= 0; --k) r += char(0x80 | ((cp >> (6 * k)) & 0x3f));

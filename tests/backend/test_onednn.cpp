@@ -28,14 +28,16 @@ namespace {
 
 // A case's graph: its inputs (filled with random values) are appended to `ins`, the nodes the
 // oneDNN backend must compute to `dnn`; returns the output.
-using Build = std::function<ggml_tensor*(ggml_context*, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn)>;
+using Build =
+    std::function<ggml_tensor*(ggml_context*, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn)>;
 
 struct Result {
     std::vector<float> y;
     int on_dnn = 0, expected_dnn = 0;
 };
 
-ggml_tensor* input(ggml_context* ctx, std::vector<ggml_tensor*>& ins, int64_t n0, int64_t n1 = 1, int64_t n2 = 1, int64_t n3 = 1) {
+ggml_tensor* input(ggml_context* ctx, std::vector<ggml_tensor*>& ins, int64_t n0, int64_t n1 = 1, int64_t n2 = 1,
+                   int64_t n3 = 1) {
     ggml_tensor* t = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, n0, n1, n2, n3);
     ggml_set_input(t);
     ins.push_back(t);
@@ -85,7 +87,8 @@ void check(const Build& build) {
     ASSERT_EQ(d.y.size(), c.y.size());
     double err = 0, range = 0;
     for (size_t i = 0; i < c.y.size(); ++i) {
-        ASSERT_TRUE(std::isfinite(d.y[i]) && std::isfinite(c.y[i])) << "element " << i << ": " << d.y[i] << " vs " << c.y[i];
+        ASSERT_TRUE(std::isfinite(d.y[i]) && std::isfinite(c.y[i]))
+            << "element " << i << ": " << d.y[i] << " vs " << c.y[i];
         err = std::max(err, std::fabs(double(d.y[i]) - double(c.y[i])));
         range = std::max(range, std::fabs(double(c.y[i])));
     }
@@ -101,8 +104,8 @@ struct Conv {
     int act = 1;  // 0 none, 1 ReLU, 2 CLAMP(0, 6)
 };
 
-ggml_tensor* conv(ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn, const Conv& q, ggml_tensor* x,
-                  ggml_tensor** root = nullptr) {
+ggml_tensor* conv(ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn, const Conv& q,
+                  ggml_tensor* x, ggml_tensor** root = nullptr) {
     ggml_tensor* k = input(ctx, ins, q.K, q.K, q.depthwise ? 1 : q.C, q.depthwise ? q.C : q.OC);
     ggml_tensor* y = q.depthwise ? ggml_conv_2d_dw_direct(ctx, k, x, q.s, q.s, q.p, q.p, q.d, q.d)
                                  : ggml_conv_2d_direct(ctx, k, x, q.s, q.s, q.p, q.p, q.d, q.d);
@@ -182,12 +185,12 @@ TEST(OneDNN, GroupNormAffineSilu) {
 // src0 with batch dims, src0 broadcast over src1's batch, odd sizes
 TEST(OneDNN, StridedMatMul) {
     check([](ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn) {
-        ggml_tensor* a = input(ctx, ins, 19, 3, 13, 2);                 // [K, heads, N, batch]
-        ggml_tensor* av = ggml_permute(ctx, a, 0, 2, 1, 3);             // [K, N, heads, batch], strided
-        ggml_tensor* b = input(ctx, ins, 19, 11, 3, 2);                 // [K, M, heads, batch]
+        ggml_tensor* a = input(ctx, ins, 19, 3, 13, 2);      // [K, heads, N, batch]
+        ggml_tensor* av = ggml_permute(ctx, a, 0, 2, 1, 3);  // [K, N, heads, batch], strided
+        ggml_tensor* b = input(ctx, ins, 19, 11, 3, 2);      // [K, M, heads, batch]
         ggml_tensor* y = ggml_mul_mat(ctx, av, b);
         dnn.push_back(y);
-        ggml_tensor* w = input(ctx, ins, 13, 5);                        // broadcast over the batch dims
+        ggml_tensor* w = input(ctx, ins, 13, 5);  // broadcast over the batch dims
         ggml_tensor* z = ggml_mul_mat(ctx, w, y);
         dnn.push_back(z);
         return z;

@@ -7,7 +7,8 @@
 #include "gguf.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-    static bool quiet = (ggml_log_set([](ggml_log_level, const char*, void*) {}, nullptr), true);  // GGUF errors are expected here
+    static bool quiet =
+        (ggml_log_set([](ggml_log_level, const char*, void*) {}, nullptr), true);  // GGUF errors are expected here
     (void)quiet;
     ggml_context* ctx = nullptr;
     gguf_init_params p = {true, &ctx};

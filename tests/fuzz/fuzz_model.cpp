@@ -22,7 +22,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         onnx2ggml::optimize(g, opts);
         onnx2ggml::validate(g);
         auto bg = onnx2ggml::build_graph(g, true);
-    } catch (const onnx2ggml::Error&) {
-    }
+    } catch (const onnx2ggml::Error&) {}
     return 0;
 }

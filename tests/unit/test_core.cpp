@@ -127,14 +127,15 @@ TEST(Npy, RoundTripAllDtypes) {
 
 TEST(TensorHost, StringsCastAndRoundTripThroughNpy) {
     Tensor f = Tensor::from_f32({0.6048455f, 100.0f, 1e-7f, -0.0f, 0.00012f, INFINITY, NAN}, {7});
-    EXPECT_EQ(f.cast(DType::String).strings(),
-              (std::vector<std::string>{"0.6048455", "100.0", "1e-07", "-0.0", "0.00012", "INF", "NaN"}));  // numpy's str()
+    EXPECT_EQ(f.cast(DType::String).strings(), (std::vector<std::string>{"0.6048455", "100.0", "1e-07", "-0.0",
+                                                                         "0.00012", "INF", "NaN"}));  // numpy's str()
     Tensor s = Tensor::from_strings({"-INF", "2.5e3", "nan", "9007199254740993"}, {2, 2});
     Tensor d = s.cast(DType::F64);
     EXPECT_TRUE(std::isinf(d.getf(0)) && d.getf(0) < 0);
     EXPECT_EQ(d.getf(1), 2500.0);
     EXPECT_TRUE(std::isnan(d.getf(2)));
-    EXPECT_EQ(Tensor::from_strings({"9007199254740993"}, {1}).cast(DType::I64).geti(0), 9007199254740993);  // beyond double
+    EXPECT_EQ(Tensor::from_strings({"9007199254740993"}, {1}).cast(DType::I64).geti(0),
+              9007199254740993);  // beyond double
     EXPECT_THROW(Tensor::from_strings({"Monday"}, {1}).cast(DType::F32), Error);
     EXPECT_THROW(s.getf(0), Error);  // never read as bytes
     Tensor u = Tensor::from_strings({"Émile", "", "σοφία 😀"}, {3});
@@ -159,7 +160,10 @@ TEST(Npy, RejectsTruncatedAndBadMagic) {
     FILE* g = fopen(path.c_str(), "wb");
     fputs("hello world, not npy", g);
     fclose(g);
-    try { read_npy(path); FAIL(); } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find("bad magic"), std::string::npos); }
+    try {
+        read_npy(path);
+        FAIL();
+    } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find("bad magic"), std::string::npos); }
 }
 
 TEST(Gguf, RoundTrip) {
@@ -287,9 +291,7 @@ TEST(Loader, RejectsCyclesAndMissingProducers) {
     try {
         load_onnx_from_bytes(bytes, "mem.onnx", ".");
         FAIL();
-    } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("cycle"), std::string::npos);
-    }
+    } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find("cycle"), std::string::npos); }
 }
 
 TEST(Loader, SortsNodesOutOfOrder) {
@@ -376,9 +378,9 @@ TEST(SpecializingSession, BindsDimsFindsControlInputsAndCaches) {
     EXPECT_EQ(ss.control_inputs(), std::vector<std::string>{"s"});
     uint64_t shared = ss.shared_weight_bytes();  // w, in one buffer (aligned)
     EXPECT_GE(shared, 3 * sizeof(float));
-    run(2, {1, 6});   // same shapes, another control value: a new specialization
-    run(2, {3, 2});   // a hit
-    run(4, {2, 6});   // a new shape: the least recently used ({1, 6}) is evicted
+    run(2, {1, 6});  // same shapes, another control value: a new specialization
+    run(2, {3, 2});  // a hit
+    run(4, {2, 6});  // a new shape: the least recently used ({1, 6}) is evicted
     const SpecializationStats& st = ss.stats();
     EXPECT_EQ(st.runs, 4u);
     EXPECT_EQ(st.misses, 3u);
@@ -400,7 +402,8 @@ TEST(SpecializingSession, InputsDisagreeingOnASymbolicDim) {
         EXPECT_NE(std::string(e.what()).find("(n=2)"), std::string::npos) << e.what();
         EXPECT_NE(std::string(e.what()).find("(n=5)"), std::string::npos) << e.what();
     }
-    EXPECT_EQ(resolve_input_shapes(g, ids, {&a, nullptr}, CompileOptions{})[1], (Shape{2, 3}));  // bound by the other input
+    EXPECT_EQ(resolve_input_shapes(g, ids, {&a, nullptr}, CompileOptions{})[1],
+              (Shape{2, 3}));  // bound by the other input
 }
 
 // The registry: one entry per (domain, op); "", "ai.onnx" and "onnx2ggml" are one domain (the fusions
@@ -426,9 +429,7 @@ TEST(Registry, LookupAndDuplicates) {
     try {
         x.add(d);
         FAIL() << "a duplicate was accepted";
-    } catch (const Error& e) {
-        EXPECT_EQ(e.code, kExitInternal);
-    }
+    } catch (const Error& e) { EXPECT_EQ(e.code, kExitInternal); }
 }
 
 // Every op with a ggml lowering also has a host evaluator: `compare --reference host` then computes every

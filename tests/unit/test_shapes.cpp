@@ -30,15 +30,51 @@ using namespace onnx2ggml;
 
 namespace {
 
-Attr ai(int64_t v) { Attr a; a.kind = Attr::Int; a.i = v; return a; }
-Attr af(float v) { Attr a; a.kind = Attr::Float; a.f = v; return a; }
-Attr as(const std::string& v) { Attr a; a.kind = Attr::String; a.s = v; return a; }
-Attr ais(std::vector<int64_t> v) { Attr a; a.kind = Attr::Ints; a.ints = std::move(v); return a; }
-Attr afs(std::vector<float> v) { Attr a; a.kind = Attr::Floats; a.floats = std::move(v); return a; }
-Attr at(const Tensor& t) { Attr a; a.kind = Attr::TensorK; a.t = t; return a; }
+Attr ai(int64_t v) {
+    Attr a;
+    a.kind = Attr::Int;
+    a.i = v;
+    return a;
+}
+Attr af(float v) {
+    Attr a;
+    a.kind = Attr::Float;
+    a.f = v;
+    return a;
+}
+Attr as(const std::string& v) {
+    Attr a;
+    a.kind = Attr::String;
+    a.s = v;
+    return a;
+}
+Attr ais(std::vector<int64_t> v) {
+    Attr a;
+    a.kind = Attr::Ints;
+    a.ints = std::move(v);
+    return a;
+}
+Attr afs(std::vector<float> v) {
+    Attr a;
+    a.kind = Attr::Floats;
+    a.floats = std::move(v);
+    return a;
+}
+Attr at(const Tensor& t) {
+    Attr a;
+    a.kind = Attr::TensorK;
+    a.t = t;
+    return a;
+}
 
-Tensor i64(std::vector<int64_t> v) { Shape s{int64_t(v.size())}; return Tensor::from_i64(v, s); }
-Tensor f32(std::vector<float> v) { Shape s{int64_t(v.size())}; return Tensor::from_f32(v, s); }
+Tensor i64(std::vector<int64_t> v) {
+    Shape s{int64_t(v.size())};
+    return Tensor::from_i64(v, s);
+}
+Tensor f32(std::vector<float> v) {
+    Shape s{int64_t(v.size())};
+    return Tensor::from_f32(v, s);
+}
 Tensor f32_scalar(float v) { return Tensor::from_f32({v}, {}); }
 Tensor typed(DType t, const Shape& s) { return Tensor::zeros(t, s); }
 
@@ -89,7 +125,8 @@ struct TestGraph {
     TestGraph& run(const std::vector<std::string>& outs = {}) {
         for (auto& n : g.nodes)
             for (int o : n.outputs)
-                if (o >= 0 && outs.empty() && std::find(g.outputs.begin(), g.outputs.end(), o) == g.outputs.end()) g.outputs.push_back(o);
+                if (o >= 0 && outs.empty() && std::find(g.outputs.begin(), g.outputs.end(), o) == g.outputs.end())
+                    g.outputs.push_back(o);
         for (auto& o : outs) g.outputs.push_back(g.find(o));
         specialize(g, {});
         return *this;
@@ -101,12 +138,12 @@ struct TestGraph {
     }
 };
 
-#define EXPECT_VALUE(tg, name, dt, ...)                                  \
-    do {                                                                 \
-        const Value& v_ = (tg).v(name);                                  \
-        EXPECT_TRUE(v_.has_shape) << name;                               \
-        EXPECT_EQ(v_.dtype, dt) << name;                                 \
-        EXPECT_EQ(v_.shape, (Shape __VA_ARGS__)) << name;                \
+#define EXPECT_VALUE(tg, name, dt, ...)                   \
+    do {                                                  \
+        const Value& v_ = (tg).v(name);                   \
+        EXPECT_TRUE(v_.has_shape) << name;                \
+        EXPECT_EQ(v_.dtype, dt) << name;                  \
+        EXPECT_EQ(v_.shape, (Shape __VA_ARGS__)) << name; \
     } while (0)
 
 // specialize must fail with `code`, naming the node and saying `what`.
@@ -159,7 +196,8 @@ TEST(Shapes, ConvTranspose) {
     t.input("x", F32, {1, 2, 5, 5});
     t.input("w", F32, {2, 3, 3, 3});  // [C, M/group, k..]
     // out = s * (in - 1) + output_padding + ((k - 1) * d + 1) - pb - pe = 8 + 1 + 3 - 2 = 10
-    t.node("ConvTranspose", {"x", "w"}, {"y"}, {{"strides", ais({2, 2})}, {"pads", ais({1, 1, 1, 1})}, {"output_padding", ais({1, 1})}});
+    t.node("ConvTranspose", {"x", "w"}, {"y"},
+           {{"strides", ais({2, 2})}, {"pads", ais({1, 1, 1, 1})}, {"output_padding", ais({1, 1})}});
     // output_shape given: the output has that spatial shape (pads derived)
     t.node("ConvTranspose", {"x", "w"}, {"z"}, {{"strides", ais({2, 2})}, {"output_shape", ais({10, 11})}});
     t.run();
@@ -186,9 +224,12 @@ TEST(Shapes, Pool) {
     t.node("MaxPool", {"x"}, {"ce"}, {{"kernel_shape", ais({3, 3})}, {"strides", ais({2, 2})}, {"ceil_mode", ai(1)}});
     // ceil_mode and a window that would start in the end padding only: in 8, k 2, s 2, pads 0/1:
     // ceil((8 + 1 - 2) / 2) + 1 = 5, but window 5 would start at 8 >= 8 + 0 (begin pad): 4
-    t.node("AveragePool", {"x"}, {"cp"}, {{"kernel_shape", ais({2, 2})}, {"strides", ais({2, 2})}, {"pads", ais({0, 0, 1, 1})}, {"ceil_mode", ai(1)}});
-    t.node("AveragePool", {"x"}, {"su"}, {{"kernel_shape", ais({3, 3})}, {"strides", ais({3, 3})}, {"auto_pad", as("SAME_UPPER")}});  // ceil(8/3) = 3
-    t.node("MaxPool", {"x10"}, {"dl"}, {{"kernel_shape", ais({3})}, {"dilations", ais({2})}});  // 10 - 5 + 1 = 6
+    t.node(
+        "AveragePool", {"x"}, {"cp"},
+        {{"kernel_shape", ais({2, 2})}, {"strides", ais({2, 2})}, {"pads", ais({0, 0, 1, 1})}, {"ceil_mode", ai(1)}});
+    t.node("AveragePool", {"x"}, {"su"},
+           {{"kernel_shape", ais({3, 3})}, {"strides", ais({3, 3})}, {"auto_pad", as("SAME_UPPER")}});  // ceil(8/3) = 3
+    t.node("MaxPool", {"x10"}, {"dl"}, {{"kernel_shape", ais({3})}, {"dilations", ais({2})}});   // 10 - 5 + 1 = 6
     t.node("LpPool", {"x"}, {"lp"}, {{"kernel_shape", ais({2, 2})}, {"strides", ais({2, 2})}});  // 4
     t.node("GlobalAveragePool", {"g"}, {"ga"});
     t.node("GlobalMaxPool", {"g"}, {"gm"});
@@ -315,9 +356,9 @@ TEST(Shapes, Resize) {
     t.constant("scales", f32({1, 1, 2, 1.5f}));
     t.constant("down", f32({1, 1, 0.6f, 0.5f}));
     t.constant("sizes", i64({1, 3, 5, 7}));
-    t.node("Resize", {"x", "roi", "scales"}, {"sc"});           // floor(in * scale): 8, 9
-    t.node("Resize", {"x", "", "down"}, {"dn"});                // floor(4 * 0.6) = 2, floor(6 * 0.5) = 3
-    t.node("Resize", {"x", "", "", "sizes"}, {"sz"});           // the sizes themselves
+    t.node("Resize", {"x", "roi", "scales"}, {"sc"});  // floor(in * scale): 8, 9
+    t.node("Resize", {"x", "", "down"}, {"dn"});       // floor(4 * 0.6) = 2, floor(6 * 0.5) = 3
+    t.node("Resize", {"x", "", "", "sizes"}, {"sz"});  // the sizes themselves
     t.run();
     EXPECT_VALUE(t, "sc", F32, {1, 3, 8, 9});
     EXPECT_VALUE(t, "dn", F32, {1, 3, 2, 3});
@@ -330,7 +371,8 @@ TEST(Shapes, ResizeAxesAreUnsupported) {
     TestGraph t(18);
     t.input("x", F32, {1, 3, 4, 6});
     t.constant("hw", i64({8, 8}));
-    t.node("Resize", {"x", "", "", "hw"}, {"nl"}, {{"axes", ais({2, 3})}, {"keep_aspect_ratio_policy", as("not_larger")}});
+    t.node("Resize", {"x", "", "", "hw"}, {"nl"},
+           {{"axes", ais({2, 3})}, {"keep_aspect_ratio_policy", as("not_larger")}});
     expect_error(t, kExitUnsupported, "Resize_nl", "not supported");
 }
 
@@ -356,9 +398,9 @@ TEST(Shapes, Gather) {
     t.constant("ohv", f32({0, 1}));
     t.constant("ax", Tensor::scalar_i64(-1));
     // out = data[:axis] + indices + data[axis+1:]
-    t.node("Gather", {"d", "i"}, {"g_neg"}, {{"axis", ai(-1)}});   // [2, 3] + [5, 6]
-    t.node("Gather", {"d", "i"}, {"g_mid"}, {{"axis", ai(1)}});    // [2] + [5, 6] + [4]
-    t.node("Gather", {"d", "zero"}, {"g_scalar"});                  // a scalar index drops the axis
+    t.node("Gather", {"d", "i"}, {"g_neg"}, {{"axis", ai(-1)}});  // [2, 3] + [5, 6]
+    t.node("Gather", {"d", "i"}, {"g_mid"}, {{"axis", ai(1)}});   // [2] + [5, 6] + [4]
+    t.node("Gather", {"d", "zero"}, {"g_scalar"});                // a scalar index drops the axis
     t.node("GatherElements", {"d", "ge"}, {"gel"}, {{"axis", ai(2)}});
     t.node("GatherND", {"d", "nd"}, {"gnd"});  // indices[:-1] + data[last index dim:] = [2, 1] + [4]
     t.node("CumSum", {"d", "ax"}, {"cs"});
@@ -411,9 +453,9 @@ TEST(Shapes, Indexing) {
     t.constant("k", i64({4}));
     t.constant("nz", Tensor::from_i64({1, 0, 1, 1, 0, 1}, {2, 3}));
     t.constant("u", i64({3, 1, 3, 2, 1}));
-    t.node("TopK", {"x", "k"}, {"tv", "ti"}, {{"axis", ai(-1)}});       // values and int64 indices
+    t.node("TopK", {"x", "k"}, {"tv", "ti"}, {{"axis", ai(-1)}});  // values and int64 indices
     t.node("ScatterND", {"x", "si", "su"}, {"snd"});
-    t.node("NonZero", {"nz"}, {"nzo"});                                 // [rank, count of nonzeros] = [2, 4]
+    t.node("NonZero", {"nz"}, {"nzo"});                                        // [rank, count of nonzeros] = [2, 4]
     t.node("Unique", {"u"}, {"uy", "ui", "uinv", "uc"}, {{"sorted", ai(1)}});  // 3 distinct values
     t.run();
     EXPECT_VALUE(t, "tv", F32, {3, 4});
@@ -439,8 +481,8 @@ TEST(Shapes, Reshape) {
     t.input("s", F32, {2, 1, 3, 1});
     t.input("e", F32, {3, 1});
     t.input("d", F32, {1, 8, 2, 3});
-    t.constant("s0", i64({0, -1}));       // 0 copies the input's dim: [2, 12]
-    t.constant("s1", i64({-1, 2, 0}));    // 0 is dim 2 of the input (4): 24 / 8 = 3
+    t.constant("s0", i64({0, -1}));     // 0 copies the input's dim: [2, 12]
+    t.constant("s1", i64({-1, 2, 0}));  // 0 is dim 2 of the input (4): 24 / 8 = 3
     t.constant("sq", i64({-1}));
     t.constant("us", i64({0, -1}));
     t.constant("ex", i64({2, 1, 4}));
@@ -454,7 +496,7 @@ TEST(Shapes, Reshape) {
     t.node("Unsqueeze", {"e", "us"}, {"us1"});            // axes of the output (rank 4): [1, 3, 1, 1]
     t.node("Transpose", {"x"}, {"tr"});                   // default: reversed
     t.node("Transpose", {"x"}, {"tp"}, {{"perm", ais({1, 2, 0})}});
-    t.node("Expand", {"e", "ex"}, {"exp"});               // broadcast [3, 1] with [2, 1, 4]: [2, 3, 4]
+    t.node("Expand", {"e", "ex"}, {"exp"});  // broadcast [3, 1] with [2, 1, 4]: [2, 3, 4]
     t.node("Tile", {"x", "rep"}, {"tile"});
     t.node("DepthToSpace", {"d"}, {"d2s"}, {{"blocksize", ai(2)}});  // [1, 8/4, 2*2, 3*2]
     t.node("SpaceToDepth", {"d2s"}, {"s2d"}, {{"blocksize", ai(2)}});
@@ -492,8 +534,10 @@ TEST(Shapes, SliceAndPad) {
     TestGraph t(13);
     t.input("x", F32, {10, 20});
     const int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
-    t.constant("st_a", i64({-1})), t.constant("en_a", i64({lo})), t.constant("ax_a", i64({0})), t.constant("sp_a", i64({-1}));
-    t.constant("st_b", i64({8})), t.constant("en_b", i64({1})), t.constant("ax_b", i64({-1})), t.constant("sp_b", i64({-3}));
+    t.constant("st_a", i64({-1})), t.constant("en_a", i64({lo})), t.constant("ax_a", i64({0})),
+        t.constant("sp_a", i64({-1}));
+    t.constant("st_b", i64({8})), t.constant("en_b", i64({1})), t.constant("ax_b", i64({-1})),
+        t.constant("sp_b", i64({-3}));
     t.constant("st_c", i64({2, 0})), t.constant("en_c", i64({1000, hi}));
     t.constant("st_d", i64({5})), t.constant("en_d", i64({2})), t.constant("ax_d", i64({1}));
     t.constant("pads", i64({1, 2, 0, 3}));
@@ -502,7 +546,7 @@ TEST(Shapes, SliceAndPad) {
     t.node("Slice", {"x", "st_a", "en_a", "ax_a", "sp_a"}, {"rev"});
     // from 8 down to 2 (end 1 exclusive), step -3: 8, 5, 2 = 3 elements on axis -1
     t.node("Slice", {"x", "st_b", "en_b", "ax_b", "sp_b"}, {"neg"});
-    t.node("Slice", {"x", "st_c", "en_c"}, {"clamp"});  // ends clamped: [2, 10) = 8 and [0, 20) = 20
+    t.node("Slice", {"x", "st_c", "en_c"}, {"clamp"});          // ends clamped: [2, 10) = 8 and [0, 20) = 20
     t.node("Slice", {"x", "st_d", "en_d", "ax_d"}, {"empty"});  // start > end, step 1: empty
     // pads [x1_begin, x2_begin, x1_end, x2_end]: [10 + 1 + 0, 20 + 2 + 3]; negative pads crop
     t.node("Pad", {"x", "pads"}, {"pad"});
@@ -532,7 +576,7 @@ TEST(Shapes, ConcatSplit) {
     t.input("x", F32, {2, 10});
     t.constant("sp", i64({3, 7}));
     t.node("Concat", {"a", "b"}, {"cat"}, {{"axis", ai(-1)}});
-    t.node("Split", {"x", "sp"}, {"s0", "s1"}, {{"axis", ai(1)}});       // the given sizes
+    t.node("Split", {"x", "sp"}, {"s0", "s1"}, {{"axis", ai(1)}});                     // the given sizes
     t.node("Split", {"x"}, {"e0", "e1"}, {{"axis", ai(-1)}, {"num_outputs", ai(2)}});  // equal parts
     // opset 18 num_outputs that does not divide: ceil(10 / 3) = 4, 4, and the rest 2
     t.node("Split", {"x"}, {"u0", "u1", "u2"}, {{"axis", ai(1)}, {"num_outputs", ai(3)}});
@@ -574,12 +618,13 @@ TEST(Shapes, Constant) {
     TestGraph t(15);
     t.input("x", F32, {2, 3, 4});
     t.constant("cs", i64({2, 3}));
-    t.constant("r0", Tensor::scalar_i64(1)), t.constant("r1", Tensor::scalar_i64(10)), t.constant("r2", Tensor::scalar_i64(3));
+    t.constant("r0", Tensor::scalar_i64(1)), t.constant("r1", Tensor::scalar_i64(10)),
+        t.constant("r2", Tensor::scalar_i64(3));
     t.input("m", F32, {3, 4});
     t.node("Shape", {"x"}, {"sh"});
     t.node("Shape", {"x"}, {"sh_tail"}, {{"start", ai(-2)}});  // opset 15: dims [-2, end)
     t.node("Size", {"x"}, {"sz"});
-    t.node("ConstantOfShape", {"cs"}, {"zeros"});                                   // float32 zeros by default
+    t.node("ConstantOfShape", {"cs"}, {"zeros"});  // float32 zeros by default
     t.node("ConstantOfShape", {"cs"}, {"ints"}, {{"value", at(Tensor::from_i64({7}, {1}))}});
     t.node("Range", {"r0", "r1", "r2"}, {"rng"});  // ceil((10 - 1) / 3) = 3 elements
     t.node("EyeLike", {"m"}, {"eye"}, {{"dtype", ai(7)}});
@@ -610,12 +655,12 @@ TEST(Shapes, Elementwise) {
     t.input("y", F32, {2, 1, 1});
     t.input("i", I64, {4});
     t.input("s", F32, {});
-    t.node("Add", {"a", "b"}, {"add"});         // [2,1,4] with [3,1]: right-aligned, 1s stretched
-    t.node("Mul", {"a", "s"}, {"mul"});         // a scalar broadcasts to anything
-    t.node("Where", {"c", "a", "y"}, {"wh"});   // three-way broadcast: [2, 3, 4]
-    t.node("Equal", {"a", "b"}, {"eq"});        // comparisons are bool
+    t.node("Add", {"a", "b"}, {"add"});        // [2,1,4] with [3,1]: right-aligned, 1s stretched
+    t.node("Mul", {"a", "s"}, {"mul"});        // a scalar broadcasts to anything
+    t.node("Where", {"c", "a", "y"}, {"wh"});  // three-way broadcast: [2, 3, 4]
+    t.node("Equal", {"a", "b"}, {"eq"});       // comparisons are bool
     t.node("Not", {"c"}, {"not"});
-    t.node("Sum", {"a", "b", "y"}, {"sum"});    // variadic, broadcast over all
+    t.node("Sum", {"a", "b", "y"}, {"sum"});  // variadic, broadcast over all
     t.node("Relu", {"a"}, {"relu"});
     t.node("Cast", {"a"}, {"cast"}, {{"to", ai(7)}});
     t.node("Clip", {"i"}, {"clip"});
@@ -649,14 +694,14 @@ TEST(Shapes, Reduce) {
     t.constant("none", i64({}));
     t.constant("two", i64({0, -1}));
     t.node("ReduceSum", {"x", "last"}, {"k0"}, {{"keepdims", ai(0)}});
-    t.node("ReduceSum", {"x", "last"}, {"k1"});                                  // keepdims 1 by default
-    t.node("ReduceSum", {"x"}, {"all"});                                         // no axes: every axis
-    t.node("ReduceSum", {"x"}, {"all0"}, {{"keepdims", ai(0)}});                 // a scalar
+    t.node("ReduceSum", {"x", "last"}, {"k1"});                                       // keepdims 1 by default
+    t.node("ReduceSum", {"x"}, {"all"});                                              // no axes: every axis
+    t.node("ReduceSum", {"x"}, {"all0"}, {{"keepdims", ai(0)}});                      // a scalar
     t.node("ReduceSum", {"x", "none"}, {"noop"}, {{"noop_with_empty_axes", ai(1)}});  // the input itself
     t.node("ReduceMean", {"x", "two"}, {"mean"}, {{"keepdims", ai(0)}});
     t.node("ReduceMax", {"x", "two"}, {"max"});
     t.node("ReduceL2", {"x", "last"}, {"l2"}, {{"keepdims", ai(0)}});
-    t.node("ArgMax", {"x"}, {"am"}, {{"axis", ai(-1)}, {"keepdims", ai(0)}});   // int64
+    t.node("ArgMax", {"x"}, {"am"}, {{"axis", ai(-1)}, {"keepdims", ai(0)}});  // int64
     t.node("ArgMin", {"x"}, {"an"}, {{"axis", ai(1)}, {"select_last_index", ai(1)}});
     t.run();
     EXPECT_VALUE(t, "k0", F32, {2, 3});
@@ -690,10 +735,10 @@ TEST(Shapes, ReduceBadAxisIsExit2) {
 // ---- rnn -------------------------------------------------------------------------------------
 TEST(Shapes, Rnn) {
     TestGraph t(14);
-    t.input("x", F32, {5, 2, 3});                // [seq, batch, input]
-    t.input("wl", F32, {1, 24, 3}), t.input("rl", F32, {1, 24, 6});   // LSTM: 4 gates * hidden 6
-    t.input("wg", F32, {2, 18, 3}), t.input("rg", F32, {2, 18, 6});   // GRU bidirectional: 3 gates
-    t.input("xb", F32, {2, 5, 3});               // layout 1: [batch, seq, input]
+    t.input("x", F32, {5, 2, 3});                                    // [seq, batch, input]
+    t.input("wl", F32, {1, 24, 3}), t.input("rl", F32, {1, 24, 6});  // LSTM: 4 gates * hidden 6
+    t.input("wg", F32, {2, 18, 3}), t.input("rg", F32, {2, 18, 6});  // GRU bidirectional: 3 gates
+    t.input("xb", F32, {2, 5, 3});                                   // layout 1: [batch, seq, input]
     t.input("wr", F32, {1, 6, 3}), t.input("rr", F32, {1, 6, 6});
     // Y [seq, dirs, batch, hidden], Y_h / Y_c [dirs, batch, hidden]
     t.node("LSTM", {"x", "wl", "rl"}, {"ly", "lh", "lc"}, {{"hidden_size", ai(6)}});
@@ -722,10 +767,10 @@ TEST(Shapes, Quant) {
     t.input("b", U8, {4, 5});
     t.node("QuantizeLinear", {"x", "sc", "zu"}, {"qu"});  // the zero point's type
     t.node("QuantizeLinear", {"x", "sc", "zi"}, {"qi"});
-    t.node("QuantizeLinear", {"x", "sc"}, {"qd"});        // no zero point: uint8
+    t.node("QuantizeLinear", {"x", "sc"}, {"qd"});  // no zero point: uint8
     t.node("DequantizeLinear", {"q", "sc", "zi"}, {"dq"});
     t.node("DynamicQuantizeLinear", {"x"}, {"dy", "ds", "dz"});
-    t.node("MatMulInteger", {"a", "b"}, {"mi"});          // int32
+    t.node("MatMulInteger", {"a", "b"}, {"mi"});  // int32
     t.run();
     EXPECT_VALUE(t, "qu", U8, {2, 3});
     EXPECT_VALUE(t, "qi", I8, {2, 3});
@@ -739,7 +784,8 @@ TEST(Shapes, Quant) {
 
 // ---- control ---------------------------------------------------------------------------------
 // If with a constant condition takes one branch; the branches read x from the graph around them.
-static std::shared_ptr<Graph> branch(const std::string& op, const std::string& out, std::map<std::string, Attr> attrs = {}) {
+static std::shared_ptr<Graph> branch(const std::string& op, const std::string& out,
+                                     std::map<std::string, Attr> attrs = {}) {
     auto sub = std::make_shared<Graph>();
     sub->path = "shapes.onnx";
     sub->name = op + "_branch";
@@ -786,13 +832,13 @@ TEST(Shapes, Sequence) {
     t.constant("last", Tensor::scalar_i64(-1));
     t.constant("sp", i64({2, 4}));
     t.node("SequenceConstruct", {"a", "b"}, {"seq"});
-    t.node("ConcatFromSequence", {"seq"}, {"cat"}, {{"axis", ai(0)}});                    // [4, 3]
+    t.node("ConcatFromSequence", {"seq"}, {"cat"}, {{"axis", ai(0)}});                          // [4, 3]
     t.node("ConcatFromSequence", {"seq"}, {"stack"}, {{"axis", ai(-1)}, {"new_axis", ai(1)}});  // [2, 3, 2]
     t.node("SequenceAt", {"seq", "last"}, {"at"});
     t.node("SequenceLength", {"seq"}, {"len"});
     t.node("SplitToSequence", {"x", "sp"}, {"parts"});
-    t.node("SequenceAt", {"parts", "last"}, {"part"});                                    // [4, 4]
-    t.node("SplitToSequence", {"x"}, {"rows"}, {{"axis", ai(1)}, {"keepdims", ai(0)}});   // 4 of [6]
+    t.node("SequenceAt", {"parts", "last"}, {"part"});                                         // [4, 4]
+    t.node("SplitToSequence", {"x"}, {"rows"}, {{"axis", ai(1)}, {"keepdims", ai(0)}});        // 4 of [6]
     t.node("ConcatFromSequence", {"rows"}, {"back"}, {{"axis", ai(0)}, {"new_axis", ai(1)}});  // [4, 6]
     t.run({"cat", "stack", "at", "len", "part", "back"});
     EXPECT_VALUE(t, "cat", F32, {4, 3});
@@ -807,13 +853,14 @@ TEST(Shapes, Sequence) {
 // ---- signal ----------------------------------------------------------------------------------
 TEST(Shapes, Signal) {
     TestGraph t(17);
-    t.input("r", F32, {1, 8, 1});   // real signal [batch, n, 1]
-    t.input("c", F32, {1, 8, 2});   // complex
+    t.input("r", F32, {1, 8, 1});  // real signal [batch, n, 1]
+    t.input("c", F32, {1, 8, 2});  // complex
     t.input("s", F32, {1, 16, 1});
     t.constant("step", Tensor::scalar_i64(4));
     t.constant("win", f32(std::vector<float>(8, 1.0f)));
     t.constant("len", Tensor::scalar_i64(10));
-    t.constant("mel", Tensor::scalar_i64(4)), t.constant("dft", Tensor::scalar_i64(16)), t.constant("rate", Tensor::scalar_i64(8000));
+    t.constant("mel", Tensor::scalar_i64(4)), t.constant("dft", Tensor::scalar_i64(16)),
+        t.constant("rate", Tensor::scalar_i64(8000));
     t.constant("lo", f32_scalar(0)), t.constant("hi", f32_scalar(4000));
     t.node("DFT", {"r"}, {"one"}, {{"onesided", ai(1)}});  // n/2 + 1 = 5 bins, complex out: [1, 5, 2]
     t.node("DFT", {"c"}, {"full"});                        // [1, 8, 2]
@@ -838,11 +885,16 @@ TEST(Shapes, Text) {
     t.constant("tok", Tensor::from_i64({1, 2, 3, 1, 2, 2, 3, 3, 1, 1}, {2, 5}));
     t.node("StringNormalizer", {"s"}, {"low"}, {{"case_change_action", as("LOWER")}});
     t.node("TfIdfVectorizer", {"tok"}, {"tf"},
-           {{"mode", as("TF")}, {"min_gram_length", ai(1)}, {"max_gram_length", ai(1)}, {"max_skip_count", ai(0)},
-            {"ngram_counts", ais({0})}, {"ngram_indexes", ais({0, 1, 2})}, {"pool_int64s", ais({1, 2, 3})}});
+           {{"mode", as("TF")},
+            {"min_gram_length", ai(1)},
+            {"max_gram_length", ai(1)},
+            {"max_skip_count", ai(0)},
+            {"ngram_counts", ais({0})},
+            {"ngram_indexes", ais({0, 1, 2})},
+            {"pool_int64s", ais({1, 2, 3})}});
     t.run();
     EXPECT_VALUE(t, "low", DType::String, {3});
-    EXPECT_VALUE(t, "tf", F32, {2, 3});  // [batch, max(ngram_indexes) + 1]
+    EXPECT_VALUE(t, "tf", F32, {2, 3});           // [batch, max(ngram_indexes) + 1]
     EXPECT_EQ(t.v("tf").constant->getf(0), 2.0);  // row 0 = 1 2 3 1 2: token 1 twice
 }
 
@@ -857,8 +909,10 @@ TEST(Shapes, Sampling) {
     t.input("p", F32, {1, 1, 2, 2});
     t.input("pi", I64, {1, 1, 2, 2});
     t.node("GridSample", {"x", "grid"}, {"gs"});  // [N, C, H_out, W_out] of the grid
-    t.node("RoiAlign", {"f", "rois", "bi"}, {"ra"}, {{"output_height", ai(2)}, {"output_width", ai(3)}});  // [rois, C, 2, 3]
-    t.node("MaxUnpool", {"p", "pi"}, {"mu"}, {{"kernel_shape", ais({2, 2})}, {"strides", ais({2, 2})}});  // (2-1)*2+2 = 4
+    t.node("RoiAlign", {"f", "rois", "bi"}, {"ra"},
+           {{"output_height", ai(2)}, {"output_width", ai(3)}});  // [rois, C, 2, 3]
+    t.node("MaxUnpool", {"p", "pi"}, {"mu"},
+           {{"kernel_shape", ais({2, 2})}, {"strides", ais({2, 2})}});  // (2-1)*2+2 = 4
     t.run();
     EXPECT_VALUE(t, "gs", F32, {1, 3, 6, 7});
     EXPECT_VALUE(t, "ra", F32, {4, 3, 2, 3});

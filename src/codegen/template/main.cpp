@@ -34,9 +34,14 @@
 static std::string json_escape(const std::string& s) {
     std::string r;
     for (unsigned char c : s) {
-        if (c == '"' || c == '\\') { r += '\\'; r += char(c); }
-        else if (c < 0x20) { char b[8]; snprintf(b, sizeof b, "\\u%04x", c); r += b; }
-        else r += char(c);
+        if (c == '"' || c == '\\') {
+            r += '\\';
+            r += char(c);
+        } else if (c < 0x20) {
+            char b[8];
+            snprintf(b, sizeof b, "\\u%04x", c);
+            r += b;
+        } else r += char(c);
     }
     return r;
 }
@@ -46,12 +51,25 @@ static void print_summary(const char* name, const npy::Array& a) {
     size_t n = 1;
     for (int64_t d : a.shape) n *= size_t(d);
     auto at = [&](size_t i) -> double {
-        if (a.descr == "<f4") { float x; std::memcpy(&x, a.data.data() + 4 * i, 4); return x; }
-        if (a.descr == "<i8") { int64_t x; std::memcpy(&x, a.data.data() + 8 * i, 8); return double(x); }
-        if (a.descr == "<i4") { int32_t x; std::memcpy(&x, a.data.data() + 4 * i, 4); return x; }
+        if (a.descr == "<f4") {
+            float x;
+            std::memcpy(&x, a.data.data() + 4 * i, 4);
+            return x;
+        }
+        if (a.descr == "<i8") {
+            int64_t x;
+            std::memcpy(&x, a.data.data() + 8 * i, 8);
+            return double(x);
+        }
+        if (a.descr == "<i4") {
+            int32_t x;
+            std::memcpy(&x, a.data.data() + 4 * i, 4);
+            return x;
+        }
         return a.data[i] ? 1.0 : 0.0;  // |b1
     };
-    static const std::map<std::string, const char*> dtypes = {{"<f4", "float32"}, {"<i8", "int64"}, {"<i4", "int32"}, {"|b1", "bool"}};
+    static const std::map<std::string, const char*> dtypes = {
+        {"<f4", "float32"}, {"<i8", "int64"}, {"<i4", "int32"}, {"|b1", "bool"}};
     auto dt = dtypes.find(a.descr);
     std::string line = std::string(name) + ": " + (dt != dtypes.end() ? dt->second : a.descr.c_str()) + " [";
     for (size_t i = 0; i < a.shape.size(); ++i) line += (i ? "," : "") + std::to_string(a.shape[i]);
@@ -74,7 +92,10 @@ int main(int argc, char** argv) {
     int threads = 0;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
-        auto next = [&]() -> std::string { if (i + 1 >= argc) die("missing value after " + a); return argv[++i]; };
+        auto next = [&]() -> std::string {
+            if (i + 1 >= argc) die("missing value after " + a);
+            return argv[++i];
+        };
         if (a == "--input") {
             std::string v = next();
             auto eq = v.rfind('=');  // names may contain '='; file paths rarely do
@@ -85,7 +106,10 @@ int main(int argc, char** argv) {
         else if (a == "--backend") backend_name = next();
         else if (a == "--weights") weights = next();
         else if (a == "--help" || a == "-h") {
-            printf("usage: %s --input NAME=FILE.npy ... [--output-dir DIR] [--threads N] [--backend NAME] [--weights FILE] [--version]\n", argv[0]);
+            printf(
+                "usage: %s --input NAME=FILE.npy ... [--output-dir DIR] [--threads N] [--backend NAME] [--weights "
+                "FILE] [--version]\n",
+                argv[0]);
             return 0;
         } else if (a == "--version") {
             printf("compiled by %s\n%s", model::generator, o2g_info::build_info().c_str());
@@ -106,7 +130,8 @@ int main(int argc, char** argv) {
         if (a.shape != want) die(it->second + ": shape does not match input '" + info.name + "'");
         int t = npy::onnx_type(a.descr);
         bool int_in = info.onnx_dtype == 6 || info.onnx_dtype == 7;
-        if (!(t == info.onnx_dtype || (int_in && (t == 6 || t == 7)))) die(it->second + ": dtype " + a.descr + " does not match input '" + info.name + "'");
+        if (!(t == info.onnx_dtype || (int_in && (t == 6 || t == 7))))
+            die(it->second + ": dtype " + a.descr + " does not match input '" + info.name + "'");
         input_files.erase(it);
     }
     if (!input_files.empty()) die("'" + input_files.begin()->first + "' is not an input of the model");
@@ -116,7 +141,8 @@ int main(int argc, char** argv) {
     ggml_backend_t backend = o2g_runtime::init_backend(backend_name, threads, &err);
     if (!backend) die(err);
     ggml_backend_t cpu = nullptr;
-    if (ggml_backend_dev_type(ggml_backend_get_device(backend)) != GGML_BACKEND_DEVICE_TYPE_CPU) cpu = o2g_runtime::init_backend("cpu", threads, &err);
+    if (ggml_backend_dev_type(ggml_backend_get_device(backend)) != GGML_BACKEND_DEVICE_TYPE_CPU)
+        cpu = o2g_runtime::init_backend("cpu", threads, &err);
 
     // weights from the GGUF file into one backend buffer
     ggml_context* wctx = nullptr;
@@ -147,7 +173,9 @@ int main(int argc, char** argv) {
     }
 
     // the graph
-    ggml_init_params cp = {ggml_tensor_overhead() * model::max_tensors + ggml_graph_overhead_custom(model::graph_size, false), nullptr, true};
+    ggml_init_params cp = {
+        ggml_tensor_overhead() * model::max_tensors + ggml_graph_overhead_custom(model::graph_size, false), nullptr,
+        true};
     ggml_context* ctx = ggml_init(cp);
     ggml_tensor* in[model::n_inputs + 1] = {};
     ggml_tensor* out[model::n_outputs + 1] = {};
@@ -164,17 +192,24 @@ int main(int argc, char** argv) {
 
     for (int k = 0; k < model::n_inputs; ++k) {
         npy::Array& a = in_data[k];
-        if (!in[k]->buffer) continue;  // the graph only uses the input's shape
+        if (!in[k]->buffer) continue;        // the graph only uses the input's shape
         if (in[k]->type == GGML_TYPE_I32) {  // integer inputs are held as int32
             std::vector<int32_t> v(ggml_nelements(in[k]));
             for (size_t i = 0; i < v.size(); ++i) {
                 int64_t x;
-                if (a.descr == "<i8") { std::memcpy(&x, a.data.data() + 8 * i, 8); }
-                else { int32_t y; std::memcpy(&y, a.data.data() + 4 * i, 4); x = y; }
+                if (a.descr == "<i8") {
+                    std::memcpy(&x, a.data.data() + 8 * i, 8);
+                } else {
+                    int32_t y;
+                    std::memcpy(&y, a.data.data() + 4 * i, 4);
+                    x = y;
+                }
                 int64_t bound = model::inputs[k].index_bound;
-                if (bound > 0 && (x < -bound || x >= bound)) die(std::string("input '") + model::inputs[k].name + "' holds an index out of range");
+                if (bound > 0 && (x < -bound || x >= bound))
+                    die(std::string("input '") + model::inputs[k].name + "' holds an index out of range");
                 if (bound > 0 && x < 0) x += bound;
-                if (x < INT32_MIN || x > INT32_MAX) die(std::string("input '") + model::inputs[k].name + "' is outside the int32 range");
+                if (x < INT32_MIN || x > INT32_MAX)
+                    die(std::string("input '") + model::inputs[k].name + "' is outside the int32 range");
                 v[i] = int32_t(x);
             }
             ggml_backend_tensor_set(in[k], v.data(), 0, ggml_nbytes(in[k]));
@@ -217,8 +252,10 @@ int main(int argc, char** argv) {
             a.descr = info.onnx_dtype == 7 ? "<i8" : "<i4";
             a.data.resize(size_t(n) * npy::item_size(a.descr));
             for (int64_t i = 0; i < n; ++i) {
-                if (info.onnx_dtype == 7) { int64_t x = v[i]; std::memcpy(a.data.data() + 8 * i, &x, 8); }
-                else std::memcpy(a.data.data() + 4 * i, &v[i], 4);
+                if (info.onnx_dtype == 7) {
+                    int64_t x = v[i];
+                    std::memcpy(a.data.data() + 8 * i, &x, 8);
+                } else std::memcpy(a.data.data() + 4 * i, &v[i], 4);
             }
         }
         if (out_dir.empty()) {
@@ -227,7 +264,8 @@ int main(int argc, char** argv) {
         }
         std::string file = "output_" + std::to_string(k) + ".npy";
         if (!npy::write(out_dir + "/" + file, a)) die(out_dir + "/" + file + ": cannot write");
-        json += std::string("  \"") + json_escape(info.name) + "\": \"" + file + "\"" + (k + 1 < model::n_outputs ? "," : "") + "\n";
+        json += std::string("  \"") + json_escape(info.name) + "\": \"" + file + "\"" +
+                (k + 1 < model::n_outputs ? "," : "") + "\n";
     }
     json += "}\n";
     FILE* jf = out_dir.empty() ? nullptr : fopen((out_dir + "/outputs.json").c_str(), "w");

@@ -14,7 +14,7 @@
 namespace npy {
 
 struct Array {
-    std::string descr;             // numpy dtype string, e.g. "<f4"
+    std::string descr;  // numpy dtype string, e.g. "<f4"
     std::vector<int64_t> shape;
     std::vector<uint8_t> data;
 };
@@ -33,20 +33,33 @@ inline size_t unicode_width(const std::string& d) {
 // ONNX TensorProto data type of a descr (0 if unsupported), and back.
 inline int onnx_type(const std::string& d) {
     if (unicode_width(d)) return 8;
-    static const char* t[][2] = {{"<f4", "1"}, {"|u1", "2"}, {"|i1", "3"}, {"<u2", "4"}, {"<i2", "5"}, {"<i4", "6"},
-                                 {"<i8", "7"}, {"|b1", "9"}, {"<f2", "10"}, {"<f8", "11"}, {"<u4", "12"}, {"<u8", "13"}};
+    static const char* t[][2] = {{"<f4", "1"},  {"|u1", "2"},  {"|i1", "3"},  {"<u2", "4"},
+                                 {"<i2", "5"},  {"<i4", "6"},  {"<i8", "7"},  {"|b1", "9"},
+                                 {"<f2", "10"}, {"<f8", "11"}, {"<u4", "12"}, {"<u8", "13"}};
     for (auto& e : t)
         if (d == e[0]) return std::atoi(e[1]);
     return 0;
 }
 inline const char* descr_of(int onnx) {
     switch (onnx) {
-        case 1: return "<f4"; case 2: return "|u1"; case 3: return "|i1"; case 4: return "<u2"; case 5: return "<i2";
-        case 6: return "<i4"; case 7: return "<i8"; case 9: return "|b1"; case 10: return "<f2"; case 11: return "<f8";
-        case 12: return "<u4"; case 13: return "<u8"; default: return nullptr;
+        case 1: return "<f4";
+        case 2: return "|u1";
+        case 3: return "|i1";
+        case 4: return "<u2";
+        case 5: return "<i2";
+        case 6: return "<i4";
+        case 7: return "<i8";
+        case 9: return "|b1";
+        case 10: return "<f2";
+        case 11: return "<f8";
+        case 12: return "<u4";
+        case 13: return "<u8";
+        default: return nullptr;
     }
 }
-inline size_t item_size(const std::string& d) { return unicode_width(d) ? 4 * unicode_width(d) : d.size() == 3 ? size_t(d[2] - '0') : 0; }
+inline size_t item_size(const std::string& d) {
+    return unicode_width(d) ? 4 * unicode_width(d) : d.size() == 3 ? size_t(d[2] - '0') : 0;
+}
 
 // Returns "" on success, else a message (without the file name).
 inline std::string read(const std::string& path, Array& a) {
@@ -72,8 +85,14 @@ inline std::string read(const std::string& path, Array& a) {
         ++p;
         while (p < h.size() && h[p] == ' ') ++p;
         if (p >= h.size()) return "";
-        if (h[p] == '\'') { auto e = h.find('\'', p + 1); return e == std::string::npos ? "" : h.substr(p + 1, e - p - 1); }
-        if (h[p] == '(') { auto e = h.find(')', p); return e == std::string::npos ? "" : h.substr(p, e - p + 1); }
+        if (h[p] == '\'') {
+            auto e = h.find('\'', p + 1);
+            return e == std::string::npos ? "" : h.substr(p + 1, e - p - 1);
+        }
+        if (h[p] == '(') {
+            auto e = h.find(')', p);
+            return e == std::string::npos ? "" : h.substr(p, e - p + 1);
+        }
         auto e = h.find_first_of(",}", p);
         return e == std::string::npos ? "" : h.substr(p, e - p);
     };
@@ -111,7 +130,8 @@ inline std::string read(const std::string& path, Array& a) {
     std::streamoff left = f.tellg() - here;
     f.seekg(here);
     if (std::streamoff(want) > left)
-        return "truncated data: the header declares " + std::to_string(want) + " bytes, the file holds " + std::to_string(left);
+        return "truncated data: the header declares " + std::to_string(want) + " bytes, the file holds " +
+               std::to_string(left);
     a.data.resize(want);
     if (want && !f.read(reinterpret_cast<char*>(a.data.data()), std::streamsize(want)))
         return "truncated data: expected " + std::to_string(want) + " bytes";
@@ -122,7 +142,8 @@ inline std::string read(const std::string& path, Array& a) {
 
 inline bool write(const std::string& path, const Array& a) {
     std::string shape = "(";
-    for (size_t i = 0; i < a.shape.size(); ++i) shape += std::to_string(a.shape[i]) + (a.shape.size() == 1 ? "," : (i + 1 < a.shape.size() ? ", " : ""));
+    for (size_t i = 0; i < a.shape.size(); ++i)
+        shape += std::to_string(a.shape[i]) + (a.shape.size() == 1 ? "," : (i + 1 < a.shape.size() ? ", " : ""));
     shape += ")";
     std::string h = "{'descr': '" + a.descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
     size_t total = 10 + h.size() + 1;

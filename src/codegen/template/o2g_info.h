@@ -35,7 +35,8 @@ inline std::string build_info() {
         if (n == 0) s += " no device";
         for (size_t d = 0; d < n; ++d) {
             ggml_backend_dev_t dev = ggml_backend_reg_dev_get(reg, d);
-            s += std::string(d ? ", " : " ") + ggml_backend_dev_name(dev) + " (" + ggml_backend_dev_description(dev) + ")";
+            s += std::string(d ? ", " : " ") + ggml_backend_dev_name(dev) + " (" + ggml_backend_dev_description(dev) +
+                 ")";
         }
         s += "\n";
     }

@@ -29,10 +29,14 @@ inline void map2(ggml_tensor* dst, const ggml_tensor* a, const ggml_tensor* b, i
     for (int64_t i = i0; i < i1; ++i) d[i] = f(x[i], y[i]);
 }
 
-#define O2G_UNARY(name, expr) \
-    inline void name(ggml_tensor* dst, const ggml_tensor* a, int ith, int nth, void*) { map1(dst, a, ith, nth, [](float x) -> float { return expr; }); }
-#define O2G_BINARY(name, expr) \
-    inline void name(ggml_tensor* dst, const ggml_tensor* a, const ggml_tensor* b, int ith, int nth, void*) { map2(dst, a, b, ith, nth, [](float x, float y) -> float { return expr; }); }
+#define O2G_UNARY(name, expr)                                                           \
+    inline void name(ggml_tensor* dst, const ggml_tensor* a, int ith, int nth, void*) { \
+        map1(dst, a, ith, nth, [](float x) -> float { return expr; });                  \
+    }
+#define O2G_BINARY(name, expr)                                                                                \
+    inline void name(ggml_tensor* dst, const ggml_tensor* a, const ggml_tensor* b, int ith, int nth, void*) { \
+        map2(dst, a, b, ith, nth, [](float x, float y) -> float { return expr; });                            \
+    }
 
 // Marks convolution (or max pooling) `a`'s output as read by `b`: a convolution or max pooling
 // (its input), or the residual add of o2g::conv_residual (its second operand, summed into the
@@ -99,7 +103,8 @@ O2G_BINARY(max, (std::isnan(x) || std::isnan(y)) ? NAN : (x > y ? x : y))
 O2G_BINARY(min, (std::isnan(x) || std::isnan(y)) ? NAN : (x < y ? x : y))
 
 // Where(cond, x, y)
-inline void where(ggml_tensor* dst, const ggml_tensor* c, const ggml_tensor* a, const ggml_tensor* b, int ith, int nth, void*) {
+inline void where(ggml_tensor* dst, const ggml_tensor* c, const ggml_tensor* a, const ggml_tensor* b, int ith, int nth,
+                  void*) {
     const int64_t n = ggml_nelements(dst), chunk = (n + nth - 1) / nth;
     const int64_t i0 = chunk * ith, i1 = i0 + chunk < n ? i0 + chunk : n;
     float* d = static_cast<float*>(dst->data);

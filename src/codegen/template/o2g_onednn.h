@@ -10,9 +10,10 @@
 // in-place per-channel bias ADD that follows it in onnx2ggml's lowering, and runs the pair as one
 // oneDNN direct convolution with bias on the tensors in place (NCHW activations and OIHW kernels
 // are exactly ggml's [W,H,C,N] and [KW,KH,IC,OC] layouts: no reorder, no second copy of the
-// weights; a ReLU/CLAMP written in place on the output becomes the primitive's post-op), and GGML_OP_MUL_MAT as a oneDNN matmul reading both operands through their strides. Primitives are created once per convolution shape and cached across runs. oneDNN and
-// ggml's CPU backend both run on the OpenMP runtime; set_n_threads sets the OpenMP thread count,
-// so the two never fight over the cores.
+// weights; a ReLU/CLAMP written in place on the output becomes the primitive's post-op), and GGML_OP_MUL_MAT as a
+// oneDNN matmul reading both operands through their strides. Primitives are created once per convolution shape and
+// cached across runs. oneDNN and ggml's CPU backend both run on the OpenMP runtime; set_n_threads sets the OpenMP
+// thread count, so the two never fight over the cores.
 //
 // Header-only: onnx2ggml's runtime includes it, and `compile` writes it next to every generated
 // program (built with -DO2G_ONEDNN=ON). Needs ggml's internal ggml-backend-impl.h (ggml/src).
@@ -76,7 +77,7 @@ struct Context {
     };
     struct Blocked {
         std::vector<Band> bands;
-        dnnl::memory::desc w;  // the kernel's layout (the same for every band)
+        dnnl::memory::desc w;       // the kernel's layout (the same for every band)
         bool add_residual = false;  // the residual is a binary post-op's operand (else a sum post-op's)
         std::map<const void*, dnnl::memory> weights;  // reordered kernels, by ggml data pointer
     };
@@ -112,7 +113,7 @@ struct Context {
     std::unordered_map<const void*, dnnl::memory> shadows;
     char* reserve(size_t bytes) {
         if (arena.size() < bytes) {
-            plans.clear();  // their arguments point into the old block
+            plans.clear();                // their arguments point into the old block
             arena = std::vector<char>();  // the old block goes before the larger one is made
             arena.resize(bytes);
         }
@@ -127,10 +128,14 @@ struct Context {
 // convolutions need their blocked inputs reordered), unless that would take over 1.5x the memory
 // (C = 8 on AVX-512): NHWC then. A padded tensor is larger than ggml's (private_memory).
 inline int64_t channel_block() {
-    static const int64_t b = (int(dnnl::get_effective_cpu_isa()) & int(dnnl::cpu_isa::avx512_core)) == int(dnnl::cpu_isa::avx512_core) ? 16 : 8;
+    static const int64_t b =
+        (int(dnnl::get_effective_cpu_isa()) & int(dnnl::cpu_isa::avx512_core)) == int(dnnl::cpu_isa::avx512_core) ? 16
+                                                                                                                  : 8;
     return b;
 }
-inline bool private_blocked(int64_t C) { return 2 * ((C + channel_block() - 1) / channel_block() * channel_block()) <= 3 * C; }
+inline bool private_blocked(int64_t C) {
+    return 2 * ((C + channel_block() - 1) / channel_block() * channel_block()) <= 3 * C;
+}
 inline dnnl::memory::desc private_layout(const dnnl::memory::dims& nchw) {
     using tag = dnnl::memory::format_tag;
     tag t = !private_blocked(nchw[1]) ? tag::nhwc : channel_block() == 16 ? tag::nChw16c : tag::nChw8c;
@@ -161,8 +166,9 @@ inline dnnl::memory private_memory(Context& c, const dnnl::memory::desc& md, voi
 inline bool conv_supported(const ggml_tensor* op) {
     const ggml_tensor* k = op->src[0];
     const ggml_tensor* x = op->src[1];
-    return (op->op == GGML_OP_CONV_2D || op->op == GGML_OP_CONV_2D_DW) && op->type == GGML_TYPE_F32 && x->type == GGML_TYPE_F32 && k->type == GGML_TYPE_F32 &&
-           ggml_is_contiguous(k) && ggml_is_contiguous(x) && ggml_is_contiguous(op);
+    return (op->op == GGML_OP_CONV_2D || op->op == GGML_OP_CONV_2D_DW) && op->type == GGML_TYPE_F32 &&
+           x->type == GGML_TYPE_F32 && k->type == GGML_TYPE_F32 && ggml_is_contiguous(k) && ggml_is_contiguous(x) &&
+           ggml_is_contiguous(op);
 }
 
 // ADD in place on a CONV_2D output with a per-channel bias [1, 1, OC, 1]: the Conv bias of
@@ -171,7 +177,8 @@ inline bool is_conv_bias(const ggml_tensor* op) {
     const ggml_tensor* conv = op->src[0];
     const ggml_tensor* b = op->src[1];
     return op->op == GGML_OP_ADD && conv && b && op->view_src == conv && conv_supported(conv) &&
-           b->type == GGML_TYPE_F32 && ggml_is_contiguous(b) && b->ne[0] == 1 && b->ne[1] == 1 && b->ne[2] == conv->ne[2] && b->ne[3] == 1;
+           b->type == GGML_TYPE_F32 && ggml_is_contiguous(b) && b->ne[0] == 1 && b->ne[1] == 1 &&
+           b->ne[2] == conv->ne[2] && b->ne[3] == 1;
 }
 
 // ADD in place on a CONV_2D output of a tensor of its shape that o2g::conv_residual made the
@@ -179,8 +186,8 @@ inline bool is_conv_bias(const ggml_tensor* op) {
 inline bool is_conv_residual(const ggml_tensor* op) {
     const ggml_tensor* conv = op->view_src;
     const ggml_tensor* r = op->src[1];
-    return op->op == GGML_OP_ADD && conv && r && conv->src[2] == r && conv_supported(conv) && r->type == GGML_TYPE_F32 &&
-           ggml_is_contiguous(r) && ggml_are_same_shape(r, conv) && ggml_is_contiguous(op);
+    return op->op == GGML_OP_ADD && conv && r && conv->src[2] == r && conv_supported(conv) &&
+           r->type == GGML_TYPE_F32 && ggml_is_contiguous(r) && ggml_are_same_shape(r, conv) && ggml_is_contiguous(op);
 }
 
 // ReLU or CLAMP (ReLU6, Clip) in place on a CONV_2D output (onnx2ggml's lowering writes an
@@ -240,7 +247,8 @@ inline void sign(std::vector<int64_t>& s, const ggml_tensor* t) {
 // Runs `node`'s plan (Context::Plan) after checking its signature: the node, its inputs, the nodes
 // fused into it (`fused`) and `extra` values; made anew by build() when it changed.
 template <class Build>
-inline void run_plan(Context& c, const ggml_tensor* node, std::initializer_list<const ggml_tensor*> fused, std::initializer_list<int64_t> extra, Build&& build) {
+inline void run_plan(Context& c, const ggml_tensor* node, std::initializer_list<const ggml_tensor*> fused,
+                     std::initializer_list<int64_t> extra, Build&& build) {
     c.sig.clear();
     sign(c.sig, node);
     for (const ggml_tensor* s : node->src) sign(c.sig, s);
@@ -259,24 +267,29 @@ inline void run_plan(Context& c, const ggml_tensor* node, std::initializer_list<
 }
 
 // The plan of dst = act(conv(src[1], kernel src[0]) (+ bias, when given) (+ residual, when given)), written to `out`
-inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, const ggml_tensor* residual, const Activation& act, void* out) {
+inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, const ggml_tensor* residual,
+                               const Activation& act, void* out) {
     const ggml_tensor* k = dst->src[0];  // [KW, KH, IC, OC]
     const ggml_tensor* x = dst->src[1];  // [W, H, C, N]
     const int32_t* p = dst->op_params;   // s0, s1, p0, p1, d0, d1 (dim 0 = W)
     using dims = dnnl::memory::dims;
     bool dw = dst->op == GGML_OP_CONV_2D_DW;
     dims src_d = {x->ne[3], x->ne[2], x->ne[1], x->ne[0]};
-    dims w_d = dw ? dims{k->ne[3], 1, 1, k->ne[1], k->ne[0]} : dims{k->ne[3], k->ne[2], k->ne[1], k->ne[0]};  // dw: goihw
+    dims w_d =
+        dw ? dims{k->ne[3], 1, 1, k->ne[1], k->ne[0]} : dims{k->ne[3], k->ne[2], k->ne[1], k->ne[0]};  // dw: goihw
     dims dst_d = {dst->ne[3], dst->ne[2], dst->ne[1], dst->ne[0]};
     dims strides = {p[1], p[0]}, pads = {p[3], p[2]}, dil = {p[5] - 1, p[4] - 1};  // oneDNN dilation counts from 0
     using tag = dnnl::memory::format_tag;
     using dt = dnnl::memory::data_type;
-    dnnl::memory::desc src_md(src_d, dt::f32, tag::nchw), w_md(w_d, dt::f32, dw ? tag::goihw : tag::oihw), dst_md(dst_d, dt::f32, tag::nchw);
+    dnnl::memory::desc src_md(src_d, dt::f32, tag::nchw), w_md(w_d, dt::f32, dw ? tag::goihw : tag::oihw),
+        dst_md(dst_d, dt::f32, tag::nchw);
     dnnl::memory::desc b_md({dst_d[1]}, dt::f32, tag::x);
-    Context::Key key = {dw, src_d[0], src_d[1], src_d[2], src_d[3], dst_d[1], k->ne[1], k->ne[0], p[0], p[1], p[2], p[3], p[4], p[5], bias != nullptr, residual != nullptr};
+    Context::Key key = {dw,   src_d[0], src_d[1], src_d[2], src_d[3], dst_d[1], k->ne[1],        k->ne[0],
+                        p[0], p[1],     p[2],     p[3],     p[4],     p[5],     bias != nullptr, residual != nullptr};
     // A convolution's output that only convolutions (or the residual sums of convolutions) read
     // stays in private_layout (o2g::conv_chain marks both ends): written and read with no reorder.
-    bool in_priv = p[o2g::kInPrivate] == 1, out_priv = p[o2g::kOutPrivate] == 1, res_priv = residual && p[o2g::kResidualPrivate] == 1;
+    bool in_priv = p[o2g::kInPrivate] == 1, out_priv = p[o2g::kOutPrivate] == 1,
+         res_priv = residual && p[o2g::kResidualPrivate] == 1;
     // Blocked layouts (reorders in and out, a reordered copy of the kernel) pay off on large
     // activation maps (measured: about 2x faster from 56x56 up, 1.3x at 32x32, none at 16x16); on
     // small ones the kernel copy would cost memory for little gain (the UNet's 32x32 latent: 0.5 GB).
@@ -289,7 +302,8 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
         // where the input and the output are (NCHW or private_layout); oneDNN's fast kernels take one
         // layout family on both sides: when the private layouts differ (blocked and NHWC, as the
         // channel counts decide), the output's is taken and the input reordered to it
-        dnnl::memory::desc x_md = in_priv ? private_layout(src_d) : src_md, y_md = out_priv ? private_layout(dst_d) : dst_md;
+        dnnl::memory::desc x_md = in_priv ? private_layout(src_d) : src_md,
+                           y_md = out_priv ? private_layout(dst_d) : dst_md;
         bool mixed = in_priv && out_priv && private_blocked(src_d[1]) != private_blocked(dst_d[1]);
         auto bt = c.blocked.find(key);
         if (bt == c.blocked.end()) {
@@ -301,19 +315,34 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
                 bool whole = r0 == 0 && r1 == dst_d[2];
                 // a band's first and last input rows (their padding: what lies outside the map)
                 int64_t first = r0 * p[1] - p[3], last = (r1 - 1) * p[1] - p[3] + (k->ne[1] - 1) * p[5];
-                int64_t i0 = whole ? 0 : std::max<int64_t>(0, first), i1 = whole ? src_d[2] : std::min<int64_t>(src_d[2], last + 1);
+                int64_t i0 = whole ? 0 : std::max<int64_t>(0, first),
+                        i1 = whole ? src_d[2] : std::min<int64_t>(src_d[2], last + 1);
                 dims bs = {src_d[0], src_d[1], i1 - i0, src_d[3]}, bd = {dst_d[0], dst_d[1], r1 - r0, dst_d[3]};
                 dims pl = whole ? pads : dims{i0 - first, p[2]}, pr = whole ? pads : dims{last + 1 - i1, p[2]};
-                dnnl::memory::desc any_src = whole && in_priv && !mixed ? x_md : dnnl::memory::desc(bs, dt::f32, tag::any), any_w(w_d, dt::f32, tag::any),
-                    any_dst = whole && out_priv ? private_layout(dst_d) : dnnl::memory::desc(bd, dt::f32, tag::any);
-                auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, any_src, any_w, b_md, any_dst, strides, dil, pl, pr)
-                              : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, any_src, any_w, any_dst, strides, dil, pl, pr);
-                dnnl::convolution_forward::primitive_desc pd(d, post_ops(act, residual != nullptr, band_add ? &y_md : nullptr), c.eng);
+                dnnl::memory::desc any_src =
+                                       whole && in_priv && !mixed ? x_md : dnnl::memory::desc(bs, dt::f32, tag::any),
+                                   any_w(w_d, dt::f32, tag::any),
+                                   any_dst = whole && out_priv ? private_layout(dst_d)
+                                                               : dnnl::memory::desc(bd, dt::f32, tag::any);
+                auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, any_src, any_w,
+                                                                b_md, any_dst, strides, dil, pl, pr)
+                              : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, any_src, any_w,
+                                                                any_dst, strides, dil, pl, pr);
+                dnnl::convolution_forward::primitive_desc pd(
+                    d, post_ops(act, residual != nullptr, band_add ? &y_md : nullptr), c.eng);
                 if (band_add && std::strncmp(pd.impl_info_str(), "ref", 3) == 0) {  // no optimized kernel with it
                     add = false;
                     pd = dnnl::convolution_forward::primitive_desc(d, post_ops(act, residual != nullptr), c.eng);
                 }
-                return Context::Band{r0, r1, i0, i1, dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(), pd.scratchpad_desc()};
+                return Context::Band{r0,
+                                     r1,
+                                     i0,
+                                     i1,
+                                     dnnl::convolution_forward(pd),
+                                     pd.src_desc(),
+                                     pd.weights_desc(),
+                                     pd.dst_desc(),
+                                     pd.scratchpad_desc()};
             };
             // 3x3 stride-1 convolutions: Winograd (oneDNN's F(4x4,3x3)/F(2x2,3x3), 3-5x faster than
             // direct on the VAE's shapes, within 1e-5 of the direct result) on maps of 14x14 pixels or
@@ -322,8 +351,8 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
             // channels at 512x512): beyond the budget, the map is cut into bands of rows that fit it,
             // each its own primitive (same kernel), read and written through reorders.
             std::vector<Context::Band> bands;
-            bool wino = !dw && k->ne[0] == 3 && k->ne[1] == 3 && p[0] == 1 && p[1] == 1 && p[4] == 1 && p[5] == 1 && c.wino_budget > 0 &&
-                        dst_d[2] * dst_d[3] >= 196;
+            bool wino = !dw && k->ne[0] == 3 && k->ne[1] == 3 && p[0] == 1 && p[1] == 1 && p[4] == 1 && p[5] == 1 &&
+                        c.wino_budget > 0 && dst_d[2] * dst_d[3] >= 196;
             try {
                 if (wino) {
                     bands.push_back(make(dnnl::algorithm::convolution_winograd, 0, dst_d[2], add));
@@ -336,9 +365,11 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
                         bands.clear();
                         fits = true;
                         for (int64_t r0 = 0; fits && r0 < dst_d[2]; r0 += rows) {
-                            bands.push_back(make(dnnl::algorithm::convolution_winograd, r0, std::min(dst_d[2], r0 + rows), false));
+                            bands.push_back(
+                                make(dnnl::algorithm::convolution_winograd, r0, std::min(dst_d[2], r0 + rows), false));
                             const Context::Band& bn = bands.back();
-                            fits = bn.scratch.get_size() + bn.src.get_size() + bn.dst.get_size() <= c.wino_budget && bn.w == bands.front().w;
+                            fits = bn.scratch.get_size() + bn.src.get_size() + bn.dst.get_size() <= c.wino_budget &&
+                                   bn.w == bands.front().w;
                         }
                         if (fits) add = false;  // a band's residual is a copy (sum post-op)
                     }
@@ -375,7 +406,9 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
             if (is_weight) b.weights.emplace(k->data, wb);
         }
         dnnl::memory rm;
-        if (residual) rm = res_priv ? private_memory(c, private_layout(dst_d), residual->data) : dnnl::memory(dst_md, c.eng, residual->data);
+        if (residual)
+            rm = res_priv ? private_memory(c, private_layout(dst_d), residual->data)
+                          : dnnl::memory(dst_md, c.eng, residual->data);
         // rows [a, b) of a map, where it is
         auto rows = [&](const dnnl::memory& m, int64_t a, int64_t e) {
             dnnl::memory::desc md = m.get_desc();
@@ -400,7 +433,8 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
                 if (need) used += (d.get_size() + 4095) / 4096 * 4096;
                 return off;
             };
-            cv.s_off = carve(bn.scratch, true), cv.x_off = carve(bn.src, cv.copy_x), cv.y_off = carve(bn.dst, cv.copy_y);
+            cv.s_off = carve(bn.scratch, true), cv.x_off = carve(bn.src, cv.copy_x),
+            cv.y_off = carve(bn.dst, cv.copy_y);
             carved.push_back(cv);
             most = std::max(most, used);
         }
@@ -418,7 +452,8 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
                 dnnl::memory rs = whole ? rm : rows(rm, bn.r0, bn.r1);
                 plan.steps.push_back({dnnl::reorder(rs, by), {{DNNL_ARG_FROM, rs}, {DNNL_ARG_TO, by}}});
             }
-            std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, bx}, {DNNL_ARG_WEIGHTS, wb}, {DNNL_ARG_DST, by}};
+            std::unordered_map<int, dnnl::memory> args = {
+                {DNNL_ARG_SRC, bx}, {DNNL_ARG_WEIGHTS, wb}, {DNNL_ARG_DST, by}};
             if (b.add_residual) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = rm;
             if (bias) args[DNNL_ARG_BIAS] = dnnl::memory(b_md, c.eng, bias->data);
             args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(bn.scratch, c.eng, arena + cv.s_off);
@@ -434,10 +469,12 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
     // convolution itself (measured: mobilenet_v2's 1x1 convolutions): the activation runs after it
     auto it = c.convs.find(key);
     if (it == c.convs.end()) {
-        auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                                         src_md, w_md, b_md, dst_md, strides, dil, pads, pads)
-                      : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                                         src_md, w_md, dst_md, strides, dil, pads, pads);
+        auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                        dnnl::algorithm::convolution_direct, src_md, w_md, b_md, dst_md,
+                                                        strides, dil, pads, pads)
+                      : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                        dnnl::algorithm::convolution_direct, src_md, w_md, dst_md,
+                                                        strides, dil, pads, pads);
         it = c.convs.emplace(key, dnnl::convolution_forward(dnnl::convolution_forward::primitive_desc(d, c.eng))).first;
     }
     dnnl::memory xm(src_md, c.eng, x->data), wm(w_md, c.eng, k->data), ym(dst_md, c.eng, out);
@@ -450,7 +487,8 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
     return plan;
 }
 
-inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, const ggml_tensor* residual, const Activation& act, void* out) {
+inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, const ggml_tensor* residual,
+                   const Activation& act, void* out) {
     int32_t lo, hi;
     std::memcpy(&lo, &act.lo, 4);
     std::memcpy(&hi, &act.hi, 4);
@@ -463,22 +501,26 @@ inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, 
 inline void activation(Context& c, const ggml_tensor* op) {
     const ggml_tensor* conv = op->view_src;
     dnnl::memory::dims d = {conv->ne[3], conv->ne[2], conv->ne[1], conv->ne[0]};
-    if (conv->op_params[o2g::kOutPrivate] != 1) return apply_activation(activation_of(op), static_cast<float*>(op->data), nullptr, ggml_nelements(op));
+    if (conv->op_params[o2g::kOutPrivate] != 1)
+        return apply_activation(activation_of(op), static_cast<float*>(op->data), nullptr, ggml_nelements(op));
     dnnl::memory m = private_memory(c, private_layout(d), conv->data);
-    apply_activation(activation_of(op), static_cast<float*>(m.get_data_handle()), nullptr, int64_t(m.get_desc().get_size() / sizeof(float)));
+    apply_activation(activation_of(op), static_cast<float*>(m.get_data_handle()), nullptr,
+                     int64_t(m.get_desc().get_size() / sizeof(float)));
 }
 
 // The residual add of is_conv_residual when its convolution ran alone (in place; either side may
 // be in private_layout, see conv2d: a reorder that sums then).
 inline void add_residual(Context& c, const ggml_tensor* op) {
     const ggml_tensor* r = op->src[1];
-    bool y_priv = op->view_src->op_params[o2g::kOutPrivate] == 1, r_priv = op->view_src->op_params[o2g::kResidualPrivate] == 1;
+    bool y_priv = op->view_src->op_params[o2g::kOutPrivate] == 1,
+         r_priv = op->view_src->op_params[o2g::kResidualPrivate] == 1;
     dnnl::memory::dims d = {op->ne[3], op->ne[2], op->ne[1], op->ne[0]};
     dnnl::memory::desc nchw(d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nchw);
     dnnl::memory rm = r_priv ? private_memory(c, private_layout(d), r->data) : dnnl::memory(nchw, c.eng, r->data);
     dnnl::memory ym = y_priv ? private_memory(c, private_layout(d), op->data) : dnnl::memory(nchw, c.eng, op->data);
     if (y_priv == r_priv)  // one layout: element by element (with the padding channels, if any)
-        return apply_activation({}, static_cast<float*>(ym.get_data_handle()), static_cast<const float*>(rm.get_data_handle()),
+        return apply_activation({}, static_cast<float*>(ym.get_data_handle()),
+                                static_cast<const float*>(rm.get_data_handle()),
                                 int64_t(ym.get_desc().get_size() / sizeof(float)));
     dnnl::post_ops po;
     po.append_sum(1.0f);
@@ -513,7 +555,8 @@ inline void add_bias(Context& c, const ggml_tensor* op) {
     if (!(op->view_src && op->view_src->op_params[o2g::kOutPrivate] == 1)) return channel_op(op);  // NCHW
     // private_layout: runs of `run` consecutive channels (all C in NHWC, a block of the channels
     // padded to a multiple of it in nChw16c/8c; the padding stays 0)
-    float* y = static_cast<float*>(private_memory(c, private_layout({N, C, op->ne[1], op->ne[0]}), op->data).get_data_handle());
+    float* y = static_cast<float*>(
+        private_memory(c, private_layout({N, C, op->ne[1], op->ne[0]}), op->data).get_data_handle());
     int64_t run = private_blocked(C) ? channel_block() : C, groups = (C + run - 1) / run;
 #pragma omp parallel for
     for (int64_t r = 0; r < N * groups * hw; ++r)
@@ -527,8 +570,8 @@ inline void add_bias(Context& c, const ggml_tensor* op) {
 inline bool mul_mat_supported(const ggml_tensor* op) {
     const ggml_tensor* a = op->src[0];
     const ggml_tensor* b = op->src[1];
-    return a->type == GGML_TYPE_F32 && b->type == GGML_TYPE_F32 && op->type == GGML_TYPE_F32 && ggml_is_contiguous(op) &&
-           a->nb[0] == ggml_type_size(a->type) && b->nb[0] == sizeof(float) &&
+    return a->type == GGML_TYPE_F32 && b->type == GGML_TYPE_F32 && op->type == GGML_TYPE_F32 &&
+           ggml_is_contiguous(op) && a->nb[0] == ggml_type_size(a->type) && b->nb[0] == sizeof(float) &&
            (a->ne[2] == b->ne[2] || a->ne[2] == 1) && (a->ne[3] == b->ne[3] || a->ne[3] == 1);
 }
 
@@ -548,7 +591,10 @@ inline void mul_mat(Context& c, ggml_tensor* dst) {
     for (const dims* v : {&src_d, &src_s, &w_d, &a_str, &dst_s}) key.insert(key.end(), v->begin(), v->end());
     auto it = c.matmuls.find(key);
     if (it == c.matmuls.end())
-        it = c.matmuls.emplace(key, dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(src_md, w_md, dst_md), c.eng))).first;
+        it = c.matmuls
+                 .emplace(key,
+                          dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(src_md, w_md, dst_md), c.eng)))
+                 .first;
     dnnl::memory sm(src_md, c.eng, b->data), wm(w_md, c.eng, a->data), dm(dst_md, c.eng, dst->data);
     it->second.execute(c.strm, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dm}});
     c.strm.wait();
@@ -563,8 +609,10 @@ using o2g::pool_right_pad;
 inline bool pool_supported(const ggml_tensor* op) {
     const ggml_tensor* x = op->src[0];
     int64_t pr;
-    return op->op == GGML_OP_POOL_2D && x->type == GGML_TYPE_F32 && op->type == GGML_TYPE_F32 && ggml_is_contiguous(x) && ggml_is_contiguous(op) &&
-           (op->op_params[0] == GGML_OP_POOL_MAX || op->op_params[0] == GGML_OP_POOL_AVG) && pool_right_pad(op, 0, pr) && pool_right_pad(op, 1, pr);
+    return op->op == GGML_OP_POOL_2D && x->type == GGML_TYPE_F32 && op->type == GGML_TYPE_F32 &&
+           ggml_is_contiguous(x) && ggml_is_contiguous(op) &&
+           (op->op_params[0] == GGML_OP_POOL_MAX || op->op_params[0] == GGML_OP_POOL_AVG) &&
+           pool_right_pad(op, 0, pr) && pool_right_pad(op, 1, pr);
 }
 
 inline void pool2d(Context& c, ggml_tensor* dst) {
@@ -578,10 +626,12 @@ inline void pool2d(Context& c, ggml_tensor* dst) {
     dims strides = {o[4], o[3]}, kernel = {o[2], o[1]}, pl = {o[6], o[5]}, pr = {pr1, pr0};
     bool in_priv = o[o2g::kInPrivate] == 1, out_priv = o[o2g::kOutPrivate] == 1;
     auto layout = [](const dims& d, bool priv) {
-        return priv ? private_layout(d) : dnnl::memory::desc(d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nchw);
+        return priv ? private_layout(d)
+                    : dnnl::memory::desc(d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nchw);
     };
     dnnl::memory::desc src_md = layout(src_d, in_priv), dst_md = layout(dst_d, out_priv);
-    Context::Key key = {-2, o[0], src_d[0], src_d[1], src_d[2], src_d[3], dst_d[2], dst_d[3], o[1], o[2], o[3], o[4], o[5], o[6], in_priv, out_priv};
+    Context::Key key = {-2,   o[0], src_d[0], src_d[1], src_d[2], src_d[3], dst_d[2], dst_d[3],
+                        o[1], o[2], o[3],     o[4],     o[5],     o[6],     in_priv,  out_priv};
     auto it = c.pools.find(key);
     if (it == c.pools.end()) {
         // oneDNN's fast pooling kernels want the input and the output in one layout (a max pooling
@@ -590,7 +640,8 @@ inline void pool2d(Context& c, ggml_tensor* dst) {
         // input's layout and a reorder (of the pooled map, the smaller one) gives the output's.
         Context::Pool p;
         p.mid = layout(dst_d, in_priv);
-        auto alg = o[0] == GGML_OP_POOL_MAX ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_include_padding;
+        auto alg =
+            o[0] == GGML_OP_POOL_MAX ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_include_padding;
         dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, alg, src_md, p.mid, strides, kernel, pl, pr);
         p.pool = dnnl::pooling_forward(dnnl::pooling_forward::primitive_desc(d, c.eng));
         if (in_priv != out_priv) p.to_dst = dnnl::reorder(dnnl::reorder::primitive_desc(c.eng, p.mid, c.eng, dst_md));
@@ -617,29 +668,33 @@ inline void pool2d(Context& c, ggml_tensor* dst) {
 // primitive ((x - mean) * (inv_std * gamma) + beta, SiLU as its post-ops).
 inline bool norm_supported(const ggml_tensor* op) {
     const ggml_tensor* x = op->src[0];
-    return op->op == GGML_OP_GROUP_NORM && x && x->type == GGML_TYPE_F32 && op->type == GGML_TYPE_F32 && ggml_is_contiguous(x) &&
-           ggml_is_contiguous(op) && op->op_params[0] > 0;
+    return op->op == GGML_OP_GROUP_NORM && x && x->type == GGML_TYPE_F32 && op->type == GGML_TYPE_F32 &&
+           ggml_is_contiguous(x) && ggml_is_contiguous(op) && op->op_params[0] > 0;
 }
 // The GROUP_NORM whose output `op` overwrites in place (its input being that output or a view of it).
 inline const ggml_tensor* norm_behind(const ggml_tensor* op) {
     const ggml_tensor* n = op->view_src;
     const ggml_tensor* x = op->src[0];
-    bool on_it = n && x && (x == n || x->view_src == n) && ggml_nelements(x) == ggml_nelements(n) && ggml_is_contiguous(x);
-    return on_it && norm_supported(n) && ggml_is_contiguous(op) && ggml_nelements(op) == ggml_nelements(n) ? n : nullptr;
+    bool on_it =
+        n && x && (x == n || x->view_src == n) && ggml_nelements(x) == ggml_nelements(n) && ggml_is_contiguous(x);
+    return on_it && norm_supported(n) && ggml_is_contiguous(op) && ggml_nelements(op) == ggml_nelements(n) ? n
+                                                                                                           : nullptr;
 }
 // MUL or ADD in place on a GROUP_NORM output by a per-channel [1, 1, C, 1] F32 tensor
 inline bool is_norm_affine(const ggml_tensor* op) {
     const ggml_tensor* n = norm_behind(op);
     const ggml_tensor* b = op->src[1];
-    return (op->op == GGML_OP_MUL || op->op == GGML_OP_ADD) && n && ggml_are_same_shape(op, n) && b && b->type == GGML_TYPE_F32 &&
-           ggml_is_contiguous(b) && b->ne[0] == 1 && b->ne[1] == 1 && b->ne[2] == n->ne[2] && b->ne[3] == 1;
+    return (op->op == GGML_OP_MUL || op->op == GGML_OP_ADD) && n && ggml_are_same_shape(op, n) && b &&
+           b->type == GGML_TYPE_F32 && ggml_is_contiguous(b) && b->ne[0] == 1 && b->ne[1] == 1 &&
+           b->ne[2] == n->ne[2] && b->ne[3] == 1;
 }
 inline bool is_norm_silu(const ggml_tensor* op) {
     return op->op == GGML_OP_UNARY && ggml_get_unary_op(op) == GGML_UNARY_OP_SILU && norm_behind(op);
 }
 
 // dst = silu?((x - mean) * inv_std * gamma + beta) per group (gamma, beta: [1, 1, C, 1], or null)
-inline void group_norm(Context& c, const ggml_tensor* dst, const ggml_tensor* gamma, const ggml_tensor* beta, bool silu) {
+inline void group_norm(Context& c, const ggml_tensor* dst, const ggml_tensor* gamma, const ggml_tensor* beta,
+                       bool silu) {
     const ggml_tensor* x = dst->src[0];
     int64_t S = x->ne[0] * x->ne[1], C = x->ne[2], N = x->ne[3], G = dst->op_params[0], cpg = (C + G - 1) / G;
     float eps;
@@ -687,7 +742,8 @@ inline void group_norm(Context& c, const ggml_tensor* dst, const ggml_tensor* ga
         if (silu) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.0f, 0.0f);
         dnnl::primitive_attr attr;
         attr.set_post_ops(po);
-        dnnl::binary::primitive_desc pd(dnnl::binary::desc(dnnl::algorithm::binary_sub, xd_md, c_md, xd_md), attr, c.eng);
+        dnnl::binary::primitive_desc pd(dnnl::binary::desc(dnnl::algorithm::binary_sub, xd_md, c_md, xd_md), attr,
+                                        c.eng);
         it = c.norms.emplace(key, dnnl::binary(pd)).first;
     }
     for (int64_t nb = 0; nb < N; ++nb) {  // one batch at a time: the statistics differ per batch
@@ -705,17 +761,21 @@ inline void group_norm(Context& c, const ggml_tensor* dst, const ggml_tensor* ga
 // SIGMOID and GELU_ERF (ggml's CPU kernels call expf/erff element by element: 10% of CLIP's time
 // in its QuickGELU, 3% of the UNet's in its GEGLU)
 inline bool is_eltwise(const ggml_tensor* op) {
-    return op->op == GGML_OP_UNARY && (ggml_get_unary_op(op) == GGML_UNARY_OP_SIGMOID || ggml_get_unary_op(op) == GGML_UNARY_OP_GELU_ERF) &&
-           op->type == GGML_TYPE_F32 && op->src[0]->type == GGML_TYPE_F32 && ggml_is_contiguous(op) && ggml_is_contiguous(op->src[0]);
+    return op->op == GGML_OP_UNARY &&
+           (ggml_get_unary_op(op) == GGML_UNARY_OP_SIGMOID || ggml_get_unary_op(op) == GGML_UNARY_OP_GELU_ERF) &&
+           op->type == GGML_TYPE_F32 && op->src[0]->type == GGML_TYPE_F32 && ggml_is_contiguous(op) &&
+           ggml_is_contiguous(op->src[0]);
 }
 
 // An elementwise op as oneDNN's vectorized eltwise primitive: is_eltwise's, and the SiLU of
 // is_norm_silu when its GROUP_NORM ran alone (swish, in place)
 inline void eltwise(Context& c, const ggml_tensor* op) {
     ggml_unary_op u = ggml_get_unary_op(op);
-    dnnl::algorithm alg = u == GGML_UNARY_OP_SIGMOID ? dnnl::algorithm::eltwise_logistic
-                          : u == GGML_UNARY_OP_GELU_ERF ? dnnl::algorithm::eltwise_gelu_erf : dnnl::algorithm::eltwise_swish;
-    dnnl::memory::desc md(dnnl::memory::dims{ggml_nelements(op)}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
+    dnnl::algorithm alg = u == GGML_UNARY_OP_SIGMOID    ? dnnl::algorithm::eltwise_logistic
+                          : u == GGML_UNARY_OP_GELU_ERF ? dnnl::algorithm::eltwise_gelu_erf
+                                                        : dnnl::algorithm::eltwise_swish;
+    dnnl::memory::desc md(dnnl::memory::dims{ggml_nelements(op)}, dnnl::memory::data_type::f32,
+                          dnnl::memory::format_tag::a);
     Context::Key key = {-4, int64_t(alg), ggml_nelements(op)};
     auto it = c.eltwises.find(key);
     if (it == c.eltwises.end()) {
@@ -751,7 +811,8 @@ inline ggml_status graph_compute(ggml_backend_t be, ggml_cgraph* g) {
 
 // Ops that compute nothing (a view of their source): taken by the backend (no split around them), skipped.
 inline bool is_view_op(ggml_op op) {
-    return op == GGML_OP_NONE || op == GGML_OP_RESHAPE || op == GGML_OP_VIEW || op == GGML_OP_PERMUTE || op == GGML_OP_TRANSPOSE;
+    return op == GGML_OP_NONE || op == GGML_OP_RESHAPE || op == GGML_OP_VIEW || op == GGML_OP_PERMUTE ||
+           op == GGML_OP_TRANSPOSE;
 }
 
 inline ggml_status compute_nodes(Context& c, ggml_cgraph* g) {
@@ -764,7 +825,8 @@ inline ggml_status compute_nodes(Context& c, ggml_cgraph* g) {
         ggml_tensor* n = ggml_graph_node(g, i);
         if ((n->flags & GGML_TENSOR_FLAG_COMPUTE) == 0) continue;
         switch (n->op) {
-            case GGML_OP_CONV_2D: case GGML_OP_CONV_2D_DW: {
+            case GGML_OP_CONV_2D:
+            case GGML_OP_CONV_2D_DW: {
                 // the bias add and the activation that follow are in place: same memory, one primitive
                 const ggml_tensor* bias = nullptr;
                 int j = next(i + 1);
@@ -805,7 +867,9 @@ inline ggml_status compute_nodes(Context& c, ggml_cgraph* g) {
                 break;
             }
             case GGML_OP_MUL: channel_op(n); break;
-            case GGML_OP_ADD: is_conv_residual(n) ? add_residual(c, n) : is_norm_affine(n) ? channel_op(n) : add_bias(c, n); break;
+            case GGML_OP_ADD:
+                is_conv_residual(n) ? add_residual(c, n) : is_norm_affine(n) ? channel_op(n) : add_bias(c, n);
+                break;
             case GGML_OP_UNARY: is_norm_silu(n) || is_eltwise(n) ? eltwise(c, n) : activation(c, n); break;
             case GGML_OP_CLAMP: activation(c, n); break;
             case GGML_OP_MUL_MAT: mul_mat(c, n); break;
@@ -818,7 +882,8 @@ inline ggml_status compute_nodes(Context& c, ggml_cgraph* g) {
 }
 
 inline ggml_guid_t guid() {
-    static ggml_guid g = {0x6f, 0x32, 0x67, 0x2d, 0x6f, 0x6e, 0x65, 0x64, 0x6e, 0x6e, 0x2d, 0x62, 0x61, 0x63, 0x6b, 0x31};
+    static ggml_guid g = {0x6f, 0x32, 0x67, 0x2d, 0x6f, 0x6e, 0x65, 0x64,
+                          0x6e, 0x6e, 0x2d, 0x62, 0x61, 0x63, 0x6b, 0x31};
     return &g;
 }
 
@@ -832,20 +897,29 @@ inline void set_n_threads(ggml_backend_t be, int n) { static_cast<Context*>(be->
 inline void set_compute_bytes(ggml_backend_t be, ggml_backend_sched_t sched) {
     if (!be || !ggml_guid_matches(ggml_backend_guid(be), guid())) return;
     size_t total = 0;
-    for (int i = 0; i < ggml_backend_sched_get_n_backends(sched); ++i) total += ggml_backend_sched_get_buffer_size(sched, ggml_backend_sched_get_backend(sched, i));
+    for (int i = 0; i < ggml_backend_sched_get_n_backends(sched); ++i)
+        total += ggml_backend_sched_get_buffer_size(sched, ggml_backend_sched_get_backend(sched, i));
     static_cast<Context*>(be->context)->wino_budget = std::max(total / 2, size_t(32) << 20);
 }
 
 inline ggml_backend_t init(ggml_backend_dev_t dev, const char*) {
     static const ggml_backend_i iface = {
-        /* .get_name = */ name, /* .free = */ free_backend,
-        /* .set_tensor_async = */ nullptr, /* .get_tensor_async = */ nullptr,
-        /* .set_tensor_2d_async = */ nullptr, /* .get_tensor_2d_async = */ nullptr,
-        /* .cpy_tensor_async = */ nullptr, /* .synchronize = */ nullptr,
-        /* .graph_plan_create = */ nullptr, /* .graph_plan_free = */ nullptr,
-        /* .graph_plan_update = */ nullptr, /* .graph_plan_compute = */ nullptr,
+        /* .get_name = */ name,
+        /* .free = */ free_backend,
+        /* .set_tensor_async = */ nullptr,
+        /* .get_tensor_async = */ nullptr,
+        /* .set_tensor_2d_async = */ nullptr,
+        /* .get_tensor_2d_async = */ nullptr,
+        /* .cpy_tensor_async = */ nullptr,
+        /* .synchronize = */ nullptr,
+        /* .graph_plan_create = */ nullptr,
+        /* .graph_plan_free = */ nullptr,
+        /* .graph_plan_update = */ nullptr,
+        /* .graph_plan_compute = */ nullptr,
         /* .graph_compute = */ graph_compute,
-        /* .event_record = */ nullptr, /* .event_wait = */ nullptr, /* .graph_optimize = */ nullptr,
+        /* .event_record = */ nullptr,
+        /* .event_wait = */ nullptr,
+        /* .graph_optimize = */ nullptr,
     };
     return new ggml_backend{guid(), iface, dev, new Context()};
 }
@@ -868,7 +942,8 @@ inline ggml_backend_buffer_t dev_from_ptr(ggml_backend_dev_t, void* ptr, size_t 
 inline bool dev_supports_op(ggml_backend_dev_t, const ggml_tensor* op) {
     if (is_view_op(op->op)) return true;
     switch (op->op) {
-        case GGML_OP_CONV_2D: case GGML_OP_CONV_2D_DW: return conv_supported(op);
+        case GGML_OP_CONV_2D:
+        case GGML_OP_CONV_2D_DW: return conv_supported(op);
         case GGML_OP_ADD: return is_conv_bias(op) || is_conv_residual(op) || is_norm_affine(op);
         case GGML_OP_MUL: return is_norm_affine(op);
         case GGML_OP_GROUP_NORM: return norm_supported(op);
@@ -885,12 +960,21 @@ inline const char* reg_name(ggml_backend_reg_t) { return "oneDNN"; }
 inline size_t reg_count(ggml_backend_reg_t) { return 1; }
 inline ggml_backend_dev_t reg_device(ggml_backend_reg_t r, size_t) {
     static const ggml_backend_device_i iface = {
-        /* .get_name = */ dev_name, /* .get_description = */ dev_description, /* .get_memory = */ dev_memory,
-        /* .get_type = */ dev_type, /* .get_props = */ dev_props, /* .init_backend = */ init,
-        /* .get_buffer_type = */ dev_buft, /* .get_host_buffer_type = */ nullptr,
-        /* .buffer_from_host_ptr = */ dev_from_ptr, /* .supports_op = */ dev_supports_op,
-        /* .supports_buft = */ dev_supports_buft, /* .offload_op = */ nullptr,
-        /* .event_new = */ nullptr, /* .event_free = */ nullptr, /* .event_synchronize = */ nullptr,
+        /* .get_name = */ dev_name,
+        /* .get_description = */ dev_description,
+        /* .get_memory = */ dev_memory,
+        /* .get_type = */ dev_type,
+        /* .get_props = */ dev_props,
+        /* .init_backend = */ init,
+        /* .get_buffer_type = */ dev_buft,
+        /* .get_host_buffer_type = */ nullptr,
+        /* .buffer_from_host_ptr = */ dev_from_ptr,
+        /* .supports_op = */ dev_supports_op,
+        /* .supports_buft = */ dev_supports_buft,
+        /* .offload_op = */ nullptr,
+        /* .event_new = */ nullptr,
+        /* .event_free = */ nullptr,
+        /* .event_synchronize = */ nullptr,
     };
     static ggml_backend_device dev = {iface, r, nullptr};
     return &dev;

@@ -52,7 +52,8 @@ inline bool read_numbers(const char* path, long long* a, long long* b) {
 // cores the cgroup CPU quota allows (rounded up), 0 when there is no quota or no cgroup file
 inline int cgroup_cores() {
     long long q = 0, p = 0;
-    if (read_numbers("/sys/fs/cgroup/cpu.max", &q, &p) || read_numbers("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", &q, nullptr)) {
+    if (read_numbers("/sys/fs/cgroup/cpu.max", &q, &p) ||
+        read_numbers("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", &q, nullptr)) {
         if (p == 0 && !read_numbers("/sys/fs/cgroup/cpu/cpu.cfs_period_us", &p, nullptr)) return 0;
         if (q > 0 && p > 0) return int(std::max(1LL, (q + p - 1) / p));
     }
@@ -110,7 +111,9 @@ inline int threads_now(int fixed) {
     if (n == 1) return 1;
     static std::atomic<long long> at{-1};
     static std::atomic<int> others{0};
-    long long now = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    long long now =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count();
     long long last = at.load();
     if (last < 0 || now - last >= 50) {
         others = others_running();
@@ -127,7 +130,8 @@ inline void set_threads(ggml_backend_t be, int fixed) {
     ggml_backend_dev_t dev = be ? ggml_backend_get_device(be) : nullptr;
     ggml_backend_reg_t reg = dev ? ggml_backend_dev_backend_reg(dev) : nullptr;
     if (!reg) return;
-    auto fn = reinterpret_cast<ggml_backend_set_n_threads_t>(ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_n_threads"));
+    auto fn = reinterpret_cast<ggml_backend_set_n_threads_t>(
+        ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_n_threads"));
     if (!fn) return;
     bool cpu = ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_CPU;
     fn(be, cpu ? threads_now(fixed) : fixed > 0 ? fixed : usable_cores());
@@ -170,7 +174,8 @@ inline ggml_backend_t init_backend(const std::string& name, int threads, std::st
     } else {
         for (size_t i = 0; i < ggml_backend_dev_count() && !be; ++i) {
             ggml_backend_dev_t d = ggml_backend_dev_get(i);
-            if (strncasecmp(ggml_backend_dev_name(d), name.c_str(), name.size()) == 0) be = ggml_backend_dev_init(d, nullptr);
+            if (strncasecmp(ggml_backend_dev_name(d), name.c_str(), name.size()) == 0)
+                be = ggml_backend_dev_init(d, nullptr);
         }
     }
     if (!be && err) {
@@ -184,8 +189,6 @@ inline ggml_backend_t init_backend(const std::string& name, int threads, std::st
 
 // before every compute when the thread count is not fixed: ggml's CPU backend (`be` or `cpu`) to
 // the cores free now
-inline void set_threads_now(ggml_backend_t be, ggml_backend_t cpu) {
-    set_threads(cpu ? cpu : be, 0);
-}
+inline void set_threads_now(ggml_backend_t be, ggml_backend_t cpu) { set_threads(cpu ? cpu : be, 0); }
 
 }  // namespace o2g_runtime
