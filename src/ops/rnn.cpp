@@ -1,7 +1,10 @@
 // Recurrent operators: RNN, GRU and LSTM (both layouts, all directions, sequence_lens,
 // initial states, peepholes, clip, the spec's activation functions). Computed by their host
-// evaluators over the static sequence length, in double: folded when constant, else host
-// kernels (lower/host_kernel.h).
+// evaluators over the static sequence length: folded when constant, else host kernels
+// (lower/host_kernel.h). The products x W^T and h R^T are float32 (the model's precision; PyTorch
+// and ONNX Runtime compute them so too), with 8 partial sums the compiler vectorizes; the input
+// products of all time steps first, in blocks of rows that share each W row in cache, then the
+// recurrence step by step. Gates, activations and states are double.
 #include <algorithm>
 #include <cmath>
 
@@ -81,11 +84,34 @@ std::vector<double> vals(OpCtx& c, int i, int64_t n) {
     return c.has(i) ? to_f64(c.cval(i)) : std::vector<double>(size_t(n), 0.0);
 }
 
+std::vector<float> fvals(OpCtx& c, int i) { return c.cval(i).cast(DType::F32).to_f32(); }
+
+// sum a[i] * b[i], in float32 with 8 partial sums (vectorized)
+float dot(const float* a, const float* b, int64_t n) {
+    float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; ++k) s[k] += a[i + k] * b[i + k];
+    float r = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    for (; i < n; ++i) r += a[i] * b[i];
+    return r;
+}
+
+// y[r * m + j] = bias[j] + x[r] . w[j] for `rows` rows x[r] (stride ld) and m rows w[j] of n values: blocks
+// of 32 rows go through every w row while it is in cache
+void rows_times_wt(const float* x, int64_t ld, int64_t rows, const float* w, int64_t m, int64_t n, const double* bias,
+                   double* y) {
+    for (int64_t r0 = 0; r0 < rows; r0 += 32)
+        for (int64_t j = 0; j < m; ++j)
+            for (int64_t r = r0; r < std::min(rows, r0 + 32); ++r)
+                y[r * m + j] = bias[j] + dot(x + r * ld, w + j * n, n);
+}
+
 void eval_rnn(OpCtx& c, Rnn::Kind kind) {
     Rnn r = rnn_dims(c, kind);
     int64_t H = r.hidden, G = r.gates, B = r.batch, I = r.in, S = r.seq;
-    std::vector<double> X = vals(c, 0, S * B * I), W = vals(c, 1, r.dirs * G * H * I),
-                        R = vals(c, 2, r.dirs * G * H * H), Bias = vals(c, 3, r.dirs * 2 * G * H);
+    std::vector<float> X = fvals(c, 0), W = fvals(c, 1), R = fvals(c, 2);
+    std::vector<double> Bias = vals(c, 3, r.dirs * 2 * G * H);
     std::vector<double> H0 = vals(c, 5, r.dirs * B * H), C0, P;  // initial_h; LSTM: initial_c, P
     if (kind == Rnn::Lstm) C0 = vals(c, 6, r.dirs * B * H), P = vals(c, 7, r.dirs * 3 * H);
     // where a direction's and batch's state starts in initial_h / initial_c, Y_h / Y_c (layout 1: batch first)
@@ -131,28 +157,39 @@ void eval_rnn(OpCtx& c, Rnn::Kind kind) {
     std::string dir = c.as("direction", "forward");
 
     std::vector<double> Y(size_t(S * r.dirs * B * H), 0.0), Yh(size_t(r.dirs * B * H)), Yc(size_t(r.dirs * B * H));
-    auto xat = [&](int64_t t, int64_t b, int64_t i) {
-        return X[size_t(r.layout1 ? (b * S + t) * I + i : (t * B + b) * I + i)];
-    };
-    std::vector<double> gx(size_t(G * H)), gh(size_t(G * H));
+    // x W^T + Wb of every time step and batch (rows of X in its layout: t * B + b, or b * S + t)
+    std::vector<double> GX(size_t(S * B * G * H));
+    auto gx_row = [&](int64_t t, int64_t b) { return GX.data() + (r.layout1 ? b * S + t : t * B + b) * G * H; };
+    std::vector<double> gh(size_t(G * H));
+    std::vector<float> hf(static_cast<size_t>(H));
     for (int64_t d = 0; d < r.dirs; ++d) {
         bool reverse = dir == "reverse" || d == 1;
-        const double* w = W.data() + d * G * H * I;
-        const double* rr = R.data() + d * G * H * H;
+        const float* w = W.data() + d * G * H * I;
+        const float* rr = R.data() + d * G * H * H;
         const double* wb = Bias.data() + d * 2 * G * H;
         const double* rb = wb + G * H;
         const Act* a = acts.data() + d * nact;
+        rows_times_wt(X.data(), I, S * B, w, G * H, I, wb, GX.data());
+        // h R^T + Rb for gate rows [j0, j1), h read as float32
+        auto recur = [&](const std::vector<double>& h, int64_t j0, int64_t j1) {
+            for (int64_t i = 0; i < H; ++i) hf[size_t(i)] = float(h[size_t(i)]);
+            for (int64_t j = j0; j < j1; ++j) gh[size_t(j)] = rb[j] + dot(hf.data(), rr + j * H, H);
+        };
         for (int64_t b = 0; b < B; ++b) {
             std::vector<double> h(H0.begin() + state(d, b), H0.begin() + state(d, b) + H), cs;
             if (kind == Rnn::Lstm) cs.assign(C0.begin() + state(d, b), C0.begin() + state(d, b) + H);
             int64_t len = lens[size_t(b)];
             for (int64_t step = 0; step < len; ++step) {
                 int64_t t = reverse ? len - 1 - step : step;
-                for (int64_t j = 0; j < G * H; ++j) {  // x W^T + Wb and h R^T + Rb per gate row
-                    double sx = wb[j], sh = rb[j];
-                    for (int64_t i = 0; i < I; ++i) sx += xat(t, b, i) * w[j * I + i];
-                    for (int64_t i = 0; i < H; ++i) sh += h[size_t(i)] * rr[j * H + i];
-                    gx[size_t(j)] = sx, gh[size_t(j)] = sh;
+                const double* gx = gx_row(t, b);
+                // GRU without linear_before_reset: the h gate's product takes (r . h), after r
+                bool gru_reset = kind == Rnn::Gru && !lbr;
+                recur(h, 0, gru_reset ? 2 * H : G * H);
+                if (gru_reset) {
+                    std::vector<double> rh(static_cast<size_t>(H));
+                    for (int64_t i = 0; i < H; ++i)
+                        rh[size_t(i)] = a[0](clamp(gx[H + i] + gh[size_t(H + i)])) * h[size_t(i)];
+                    recur(rh, 2 * H, 3 * H);
                 }
                 std::vector<double> hn(static_cast<size_t>(H), 0.0);
                 for (int64_t k = 0; k < H; ++k) {
@@ -161,18 +198,8 @@ void eval_rnn(OpCtx& c, Rnn::Kind kind) {
                         hn[k0] = a[0](clamp(gx[k0] + gh[k0]));
                     } else if (kind == Rnn::Gru) {  // gates z, r, h
                         double z = a[0](clamp(gx[k0] + gh[k0])), rg = a[0](clamp(gx[k1] + gh[k1]));
-                        double pre;
-                        if (lbr) {
-                            pre = gx[k2] + rg * gh[k2];
-                        } else {
-                            double s = rb[2 * H + k];
-                            for (int64_t i = 0; i < H; ++i) {
-                                // (r . h) R_h^T, recomputed per element: the reset gate of every hidden unit
-                                double ri = a[0](clamp(gx[size_t(H + i)] + gh[size_t(H + i)]));
-                                s += ri * h[size_t(i)] * rr[(2 * H + k) * H + i];
-                            }
-                            pre = gx[k2] + s;
-                        }
+                        // linear_before_reset: r . (h R_h^T + Rb_h); else gh holds (r . h) R_h^T + Rb_h
+                        double pre = lbr ? gx[k2] + rg * gh[k2] : gx[k2] + gh[k2];
                         double hh = a[1](clamp(pre));
                         hn[k0] = (1 - z) * hh + z * h[k0];
                     } else {  // LSTM gates i, o, f, c; peepholes P = [Pi, Po, Pf]
