@@ -352,6 +352,34 @@ case("fuzz: InstanceNormalization of a 1-D input", run(single("inorm1.onnx", hel
                                                             [vi("x", [4])], [numpy_helper.from_array(np.ones((4,), np.float32), n) for n in "sb"])), 2,
      r"in1.*rank >= 2")
 
+# quantized models (src/ops/quant.cpp): parameters that do not fit their tensor, MatMulNBits' packing
+def nbits(name, b_shape, **attrs):
+    kw = dict(K=40, N=3, bits=4, block_size=16)
+    kw.update(attrs)
+    inits = [numpy_helper.from_array(np.zeros(b_shape, np.uint8), "b"), numpy_helper.from_array(np.ones(9, np.float32), "s")]
+    node = helper.make_node("MatMulNBits", ["x", "b", "s"], ["y"], name="mnb", domain="com.microsoft", **kw)
+    return run(save(name, model([node], [vi("x", [2, 40])], [vi("y", None)], inits, domains=["com.microsoft"])))
+
+
+case("MatMulNBits: B of the wrong size", nbits("mnb_b.onnx", (3, 3, 7)), 2, r"mnb.*B of uint8\[3,3,7\] is not uint8 \[N, n_blocks, blob\] = \[3,3,8\]")
+case("MatMulNBits: K not A's last dim", nbits("mnb_k.onnx", (3, 3, 8), K=48), 2, r"mnb.*does not end in K = 48")
+case("MatMulNBits: 3 bits", nbits("mnb_bits.onnx", (3, 3, 6), bits=3), 3, r"mnb.*bits 3 \(2, 4 and 8 are supported\)")
+case("MatMulNBits: block_size not a power of two", nbits("mnb_bs.onnx", (3, 2, 12), block_size=24), 2, r"mnb.*block_size 24 must be a power of two")
+case("MatMulNBits: runtime weight",
+     run(save("mnb_rt.onnx", model([helper.make_node("MatMulNBits", ["x", "b", "s"], ["y"], name="mnb", domain="com.microsoft", K=40, N=3, block_size=16)],
+                                   [vi("x", [2, 40]), vi("b", [3, 3, 8], TensorProto.UINT8)], [vi("y", None)],
+                                   [numpy_helper.from_array(np.ones(9, np.float32), "s")], domains=["com.microsoft"]))), 3,
+     r"mnb.*input 1 \('b'\) is computed at run time")
+case("blocked DequantizeLinear: scale of the wrong shape",
+     run(save("dq_block.onnx", model([helper.make_node("DequantizeLinear", ["q", "s"], ["y"], name="dqb", axis=1, block_size=4)], [vi("x", [1])], [vi("y", None)],
+                                     [numpy_helper.from_array(np.zeros((2, 10), np.int8), "q"), numpy_helper.from_array(np.ones((2, 2), np.float32), "s")],
+                                     opset=21))), 2,
+     r"dqb.*blocked parameter of shape \[2,2\] does not match \[2,10\] in blocks of 4 along axis 1 \(want \[2,3\]\)")
+case("QuantizeLinear: per-axis scale of the wrong length",
+     run(save("q_axis.onnx", model([helper.make_node("QuantizeLinear", ["x", "s"], ["y"], name="qax", axis=1)], [vi("x", [2, 5])], [vi("y", None)],
+                                   [numpy_helper.from_array(np.ones(4, np.float32), "s")], opset=13))), 2,
+     r"qax.*per-axis parameter of shape \[4\] does not match axis 1 of \[2,5\]")
+
 # ---- inputs and the command line --------------------------------------------------------------
 dyn = save("dyn.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="relu0")], [vi("x", ["batch", 4])], [vi("y", None)]))
 case("dynamic dim without --input-shape", run(dyn), 2, r"input 'x' has a dynamic dim 0 \('batch'\)")
