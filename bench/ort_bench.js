@@ -1,6 +1,9 @@
 // Times ONNX Runtime (onnxruntime-node, CPU) on one model: loads the session once, runs
 // warmup + repeat iterations, prints `median_ms=... min_ms=... peak_rss_mb=... times_ms=...`.
 // usage: node ort_bench.js MODEL NAME=INPUT.npy[,NAME=INPUT.npy...] THREADS WARMUP REPEAT
+//    or: node ort_bench.js --sequence MODEL THREADS SET [SET...]   (SET: NAME=INPUT.npy[,...])
+//        runs the sets once each, in order, in one session, and prints `set K: ms=...` per run
+//        (bench/first_run.py: the first run of a new input shape against the runs after it)
 const fs = require('fs');
 const ort = require('onnxruntime-node');
 
@@ -15,17 +18,37 @@ function readNpy(path) {
   throw new Error(path + ': only float32 and int64 .npy inputs');
 }
 
-(async () => {
-  const [model, inputs, threads, warmup, repeat] = process.argv.slice(2);
-  const sess = await ort.InferenceSession.create(model, {
-    intraOpNumThreads: Number(threads), interOpNumThreads: 1, graphOptimizationLevel: 'all',
-    executionProviders: ['cpu'],
-  });
+function readFeeds(inputs) {
   const feeds = {};
   for (const kv of inputs.split(',')) {
     const i = kv.indexOf('=');
     feeds[kv.slice(0, i)] = readNpy(kv.slice(i + 1));
   }
+  return feeds;
+}
+
+function openSession(model, threads) {
+  return ort.InferenceSession.create(model, {
+    intraOpNumThreads: Number(threads), interOpNumThreads: 1, graphOptimizationLevel: 'all',
+    executionProviders: ['cpu'],
+  });
+}
+
+async function sequence([model, threads, ...sets]) {
+  const sess = await openSession(model, threads);
+  const feeds = sets.map(readFeeds);  // read before timing
+  for (let k = 0; k < feeds.length; k++) {
+    const t0 = process.hrtime.bigint();
+    await sess.run(feeds[k]);
+    console.log(`set ${k}: ms=${(Number(process.hrtime.bigint() - t0) / 1e6).toFixed(3)}`);
+  }
+}
+
+(async () => {
+  if (process.argv[2] === '--sequence') return sequence(process.argv.slice(3));
+  const [model, inputs, threads, warmup, repeat] = process.argv.slice(2);
+  const sess = await openSession(model, threads);
+  const feeds = readFeeds(inputs);
   for (let i = 0; i < Number(warmup); i++) await sess.run(feeds);
   const ms = [];
   for (let i = 0; i < Number(repeat); i++) {

@@ -504,7 +504,15 @@ int cmd_run(const Args& a) {
             ss->run(ins);
             ss->last()->set_profile(true);
         }
+        uint64_t misses = ss->stats().misses;
+        auto t0 = std::chrono::steady_clock::now();
         auto outs = ss->run(ins);
+        double run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        if (a.verbose)  // the first-run cost of a new signature (bench/first_run.py reads this line)
+            fprintf(stderr, "onnx2ggml: input set %zu: run_ms=%.3f %s\n", si, run_ms,
+                    ss->stats().misses > misses
+                        ? ("new_specialization specialize_ms=" + std::to_string(ss->stats().last_specialize_ms)).c_str()
+                        : "cached");
         if (a.profile) {
             print_profile(*ss->last());
             ss->last()->set_profile(false);

@@ -150,6 +150,11 @@ void Session::init(const SessionOptions& opts) {
     check_memory(wbytes + cbytes, g.path + ": the weights and compute buffers");
 #ifdef O2G_USE_ONEDNN
     o2g_onednn::set_compute_bytes(backend_, sched_);
+    if (opts.pool) {
+        WeightPool* pool = opts.pool;
+        o2g_onednn::set_shared_kernels(backend_, pool->backend_state,
+                                       [pool](ggml_backend_buffer_t b) { return pool->owns(b); });
+    }
 #endif
     if (!ggml_backend_sched_alloc_graph(sched_, bg_->gf)) fail(kExitInternal, "cannot allocate the compute graph");
 }

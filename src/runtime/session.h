@@ -1,6 +1,7 @@
 // In-process execution: weights uploaded once, the graph built and allocated once with
 // ggml_backend_sched (the chosen backend first, the CPU as fallback), then run per call.
 #pragma once
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
@@ -46,6 +47,10 @@ public:
     void publish();                               // they hold their data: later graphs may use them
     uint64_t bytes() const { return bytes_; }     // published
     size_t size() const { return published_.size(); }
+    bool owns(ggml_backend_buffer_t b) const { return std::find(bufs_.begin(), bufs_.end(), b) != bufs_.end(); }
+    // What a backend derives from these weights and keeps as long as they live (the oneDNN backend's
+    // reordered kernels: o2g_onednn::set_shared_kernels), shared by the sessions of the model
+    std::shared_ptr<void> backend_state;
 
 private:
     void drop_pending();

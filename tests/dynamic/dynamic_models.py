@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from export_models import randomize  # noqa: E402
 
 TOL = 1e-4
-BIN, WORK = sys.argv[1], os.path.abspath(sys.argv[2])
+BIN, WORK = None, None  # set by main (the module is also imported by bench/first_run.py for its models)
 
 
 class Encoder(nn.Module):
@@ -340,6 +340,8 @@ def run_staged_sets(name, path, xs, ref, exact=False, cuts=1):  # cuts: at least
 
 
 def main():
+    global BIN, WORK
+    BIN, WORK = sys.argv[1], os.path.abspath(sys.argv[2])
     names = sys.argv[3:] or ["resnet18", "encoder", "if_scripted", "lstm_vad", "rss", "staged", "ssdlite", "retinanet"]
     for n in names:
         shutil.rmtree(os.path.join(WORK, n), ignore_errors=True)

@@ -28,7 +28,9 @@
 #include <cstring>
 #include <dnnl.hpp>
 #include <exception>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <tuple>
 #include <unordered_map>
@@ -41,6 +43,17 @@
 #include "o2g_kernels.h"
 
 namespace o2g_onednn {
+
+// Reordered copies of weights that outlive one backend: the kernels of the weights several sessions of
+// one model share (the runtime's WeightPool: one per model, whatever its run-time specializations). A
+// specialization for a new input shape makes new convolution primitives, whose kernels often take the
+// layout an earlier one already reordered to (resnet18: ~100 ms of reorders per new shape otherwise).
+// Only tensors in buffers `owns` accepts (the pool's, which live as long as this) are kept here.
+struct SharedKernels {
+    std::function<bool(ggml_backend_buffer_t)> owns;
+    std::mutex m;
+    std::map<const void*, std::vector<std::pair<dnnl::memory::desc, dnnl::memory>>> copies;  // by ggml data
+};
 
 // The post-op of an activation: {kind (0 none, 1 relu, 2 clip), lo, hi}
 struct Activation {
@@ -82,6 +95,7 @@ struct Context {
         std::map<const void*, dnnl::memory> weights;  // reordered kernels, by ggml data pointer
     };
     std::map<Key, Blocked> blocked;
+    std::shared_ptr<SharedKernels> shared;  // set_shared_kernels: kernels reordered by other sessions
     // One arena for every convolution's temporaries (they run one at a time): the scratchpad
     // (Winograd's transformed tiles) and the blocked copies of the activations. Grown, never
     // shrunk: allocated once, not per call (large transient allocations fragment the heap and
@@ -391,13 +405,25 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
         // a weight's reordered copy is made once and kept; a kernel computed at run time is reordered every run
         bool is_weight = k->buffer && ggml_backend_buffer_get_usage(k->buffer) == GGML_BACKEND_BUFFER_USAGE_WEIGHTS;
         auto wt = is_weight ? b.weights.find(k->data) : b.weights.end();
+        SharedKernels* sk = is_weight && c.shared && c.shared->owns(k->buffer) ? c.shared.get() : nullptr;
         dnnl::memory wb;
         if (wt != b.weights.end()) {
             wb = wt->second;
         } else {
             dnnl::memory wsrc(w_md, c.eng, k->data);
             wb = b.w == w_md ? wsrc : dnnl::memory(b.w, c.eng);
-            if (wb != wsrc && is_weight) {
+            if (wb != wsrc && sk) {  // another session of the model may have reordered it to this layout
+                std::lock_guard<std::mutex> l(sk->m);
+                auto& list = sk->copies[k->data];
+                auto hit = std::find_if(list.begin(), list.end(), [&](const auto& e) { return e.first == b.w; });
+                if (hit != list.end()) {
+                    wb = hit->second;
+                } else {
+                    dnnl::reorder(wsrc, wb).execute(c.strm, wsrc, wb);
+                    c.strm.wait();
+                    list.emplace_back(b.w, wb);
+                }
+            } else if (wb != wsrc && is_weight) {
                 dnnl::reorder(wsrc, wb).execute(c.strm, wsrc, wb);
                 c.strm.wait();
             } else if (wb != wsrc) {
@@ -900,6 +926,20 @@ inline void set_compute_bytes(ggml_backend_t be, ggml_backend_sched_t sched) {
     for (int i = 0; i < ggml_backend_sched_get_n_backends(sched); ++i)
         total += ggml_backend_sched_get_buffer_size(sched, ggml_backend_sched_get_backend(sched, i));
     static_cast<Context*>(be->context)->wino_budget = std::max(total / 2, size_t(32) << 20);
+}
+
+// The kernels of the weights in the buffers `owns` accepts are reordered once for every backend given the
+// same `slot` (made here when empty; it must live as long as those buffers). No-op when `be` is not this
+// backend.
+inline void set_shared_kernels(ggml_backend_t be, std::shared_ptr<void>& slot,
+                               std::function<bool(ggml_backend_buffer_t)> owns) {
+    if (!be || !ggml_guid_matches(ggml_backend_guid(be), guid())) return;
+    if (!slot) {
+        auto sk = std::make_shared<SharedKernels>();
+        sk->owns = std::move(owns);
+        slot = sk;
+    }
+    static_cast<Context*>(be->context)->shared = std::static_pointer_cast<SharedKernels>(slot);
 }
 
 inline ggml_backend_t init(ggml_backend_dev_t dev, const char*) {
