@@ -38,6 +38,10 @@ struct Rnn {
     bool layout1;
 };
 
+// The node's input 0 holds X W^T + Wb of every time step (both directions side by side: the last dim is
+// dirs * gates * hidden) rather than X: infer_rnn's rewrite, attribute __gx
+bool gx_input(const OpCtx& c) { return c.ai("__gx", 0) != 0; }
+
 Rnn rnn_dims(OpCtx& c, Rnn::Kind kind) {
     Rnn r;
     r.kind = kind;
@@ -47,12 +51,13 @@ Rnn rnn_dims(OpCtx& c, Rnn::Kind kind) {
     if (x.size() != 3) c.fail("X must have rank 3, got " + shape_str(x));
     r.seq = r.layout1 ? x[1] : x[0];
     r.batch = r.layout1 ? x[0] : x[1];
-    r.in = x[2];
+    const Shape& w = c.shape(1);
+    r.in = gx_input(c) && w.size() == 3 ? w[2] : x[2];
     std::string dir = c.as("direction", "forward");
     if (dir != "forward" && dir != "reverse" && dir != "bidirectional") c.fail("unknown direction '" + dir + "'");
     r.dirs = dir == "bidirectional" ? 2 : 1;
-    const Shape& w = c.shape(1);
     r.hidden = c.ai("hidden_size", w.size() == 3 ? w[1] / r.gates : 0);
+    if (gx_input(c) && x[2] != r.dirs * r.gates * r.hidden) internal_error("RNN input products of the wrong width");
     if (w != Shape{r.dirs, r.gates * r.hidden, r.in})
         c.fail("W has shape " + shape_str(w) + ", expected " + shape_str({r.dirs, r.gates * r.hidden, r.in}));
     if (c.shape(2) != Shape{r.dirs, r.gates * r.hidden, r.hidden}) c.fail("R has shape " + shape_str(c.shape(2)));
@@ -72,6 +77,28 @@ Rnn rnn_dims(OpCtx& c, Rnn::Kind kind) {
 
 void infer_rnn(OpCtx& c, Rnn::Kind kind) {
     Rnn r = rnn_dims(c, kind);
+    if (!gx_input(c) && !c.is_const(0) && c.is_const(1) && c.dtype(0) == DType::F32) {
+        // Computed at run time: the input products of every time step, for both directions, are one matrix
+        // product on the backend (oneDNN / ggml, threaded: most of the work), X W^T + Wb; only the recurrence
+        // stays on the host (this node again, reading them: __gx)
+        int64_t N = r.dirs * r.gates * r.hidden;
+        Tensor wt = c.cval(1).cast(DType::F32).reshaped({N, r.in}).transposed_last2();
+        Tensor wb = Tensor::zeros(DType::F32, {N});
+        if (c.has(3)) {
+            std::vector<double> b = to_f64(c.cval(3));  // [dirs, 2 * G * H]: Wb then Rb per direction
+            for (int64_t d = 0; d < r.dirs; ++d)
+                for (int64_t j = 0; j < r.gates * r.hidden; ++j)
+                    wb.setf(d * r.gates * r.hidden + j, b[size_t(d * 2 * r.gates * r.hidden + j)]);
+        }
+        Graph& g = c.graph();
+        int xw = g.new_value(c.node().name + "_xw"), gx = g.new_value(c.node().name + "_gx");
+        Node rec = c.node();
+        rec.inputs[0] = gx;
+        rec.attrs["__gx"] = int_attr(1);
+        c.replace_with({c.make_node("MatMul", {c.node().inputs[0], c.new_const(wt, c.in(1).name + ".t")}, {xw}),
+                        c.make_node("Add", {xw, c.new_const(wb, c.node().name + "_wb")}, {gx}), rec});
+        return;
+    }
     DType t = c.dtype(0);
     c.set_out(0, t, r.layout1 ? Shape{r.batch, r.seq, r.dirs, r.hidden} : Shape{r.seq, r.dirs, r.batch, r.hidden});
     Shape hs = r.layout1 ? Shape{r.batch, r.dirs, r.hidden} : Shape{r.dirs, r.batch, r.hidden};
@@ -110,7 +137,9 @@ void rows_times_wt(const float* x, int64_t ld, int64_t rows, const float* w, int
 void eval_rnn(OpCtx& c, Rnn::Kind kind) {
     Rnn r = rnn_dims(c, kind);
     int64_t H = r.hidden, G = r.gates, B = r.batch, I = r.in, S = r.seq;
-    std::vector<float> X = fvals(c, 0), W = fvals(c, 1), R = fvals(c, 2);
+    bool pre = gx_input(c);  // X holds the input products already
+    std::vector<float> X = pre ? std::vector<float>() : fvals(c, 0), W = pre ? std::vector<float>() : fvals(c, 1),
+                       R = fvals(c, 2);
     std::vector<double> Bias = vals(c, 3, r.dirs * 2 * G * H);
     std::vector<double> H0 = vals(c, 5, r.dirs * B * H), C0, P;  // initial_h; LSTM: initial_c, P
     if (kind == Rnn::Lstm) C0 = vals(c, 6, r.dirs * B * H), P = vals(c, 7, r.dirs * 3 * H);
@@ -158,18 +187,23 @@ void eval_rnn(OpCtx& c, Rnn::Kind kind) {
 
     std::vector<double> Y(size_t(S * r.dirs * B * H), 0.0), Yh(size_t(r.dirs * B * H)), Yc(size_t(r.dirs * B * H));
     // x W^T + Wb of every time step and batch (rows of X in its layout: t * B + b, or b * S + t)
-    std::vector<double> GX(size_t(S * B * G * H));
-    auto gx_row = [&](int64_t t, int64_t b) { return GX.data() + (r.layout1 ? b * S + t : t * B + b) * G * H; };
+    // (precomputed, __gx: both directions' in one row of dirs * G * H)
+    std::vector<double> GX = pre ? to_f64(c.cval(0)) : std::vector<double>(size_t(S * B * G * H));
+    int64_t gx_width = pre ? r.dirs * G * H : G * H, gx_dir = 0;
+    auto gx_row = [&](int64_t t, int64_t b) {
+        return GX.data() + (r.layout1 ? b * S + t : t * B + b) * gx_width + gx_dir;
+    };
     std::vector<double> gh(size_t(G * H));
     std::vector<float> hf(static_cast<size_t>(H));
     for (int64_t d = 0; d < r.dirs; ++d) {
         bool reverse = dir == "reverse" || d == 1;
-        const float* w = W.data() + d * G * H * I;
+        const float* w = pre ? nullptr : W.data() + d * G * H * I;
         const float* rr = R.data() + d * G * H * H;
         const double* wb = Bias.data() + d * 2 * G * H;
         const double* rb = wb + G * H;
         const Act* a = acts.data() + d * nact;
-        rows_times_wt(X.data(), I, S * B, w, G * H, I, wb, GX.data());
+        if (pre) gx_dir = d * G * H;
+        else rows_times_wt(X.data(), I, S * B, w, G * H, I, wb, GX.data());
         // h R^T + Rb for gate rows [j0, j1), h read as float32
         auto recur = [&](const std::vector<double>& h, int64_t j0, int64_t j1) {
             for (int64_t i = 0; i < H; ++i) hf[size_t(i)] = float(h[size_t(i)]);
