@@ -34,7 +34,7 @@ ZOO = os.path.join(ROOT, "tests", "models", "zoo_models.py")
 NOTES = {
     "efficientnet_b0": "SiLU and the SE blocks' broadcast Mul on ggml's CPU backend (56%)",
     "regnet_y_400mf": "grouped convolutions as one im2col + matmul per group: 1,578 nodes, 1,130 scheduler splits",
-    "audio_conv_lstm": "the LSTM is a host kernel (99%; single-threaded float32 products)",
+    "audio_conv_lstm": "the LSTM recurrence is a host kernel (h R^T step by step, one thread per direction)",
     "maxvit_t": "Einsum (attention's products) runs as a host kernel (24%); elementwise Add/Mul on ggml's CPU backend",
 }
 

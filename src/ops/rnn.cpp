@@ -7,6 +7,8 @@
 // recurrence step by step. Gates, activations and states are double.
 #include <algorithm>
 #include <cmath>
+#include <exception>
+#include <thread>
 
 #include "ops/common.h"
 
@@ -188,22 +190,22 @@ void eval_rnn(OpCtx& c, Rnn::Kind kind) {
     std::vector<double> Y(size_t(S * r.dirs * B * H), 0.0), Yh(size_t(r.dirs * B * H)), Yc(size_t(r.dirs * B * H));
     // x W^T + Wb of every time step and batch (rows of X in its layout: t * B + b, or b * S + t)
     // (precomputed, __gx: both directions' in one row of dirs * G * H)
-    std::vector<double> GX = pre ? to_f64(c.cval(0)) : std::vector<double>(size_t(S * B * G * H));
-    int64_t gx_width = pre ? r.dirs * G * H : G * H, gx_dir = 0;
-    auto gx_row = [&](int64_t t, int64_t b) {
-        return GX.data() + (r.layout1 ? b * S + t : t * B + b) * gx_width + gx_dir;
-    };
-    std::vector<double> gh(size_t(G * H));
-    std::vector<float> hf(static_cast<size_t>(H));
-    for (int64_t d = 0; d < r.dirs; ++d) {
+    std::vector<double> GXpre = pre ? to_f64(c.cval(0)) : std::vector<double>();
+    int64_t gx_width = pre ? r.dirs * G * H : G * H;
+    // one direction: its own buffers (a bidirectional node runs its two directions on two threads)
+    auto run_direction = [&](int64_t d) {
+        std::vector<double> GXd = pre ? std::vector<double>() : std::vector<double>(size_t(S * B * G * H));
+        const double* GX = pre ? GXpre.data() + d * G * H : GXd.data();
+        auto gx_row = [&](int64_t t, int64_t b) { return GX + (r.layout1 ? b * S + t : t * B + b) * gx_width; };
+        std::vector<double> gh(size_t(G * H));
+        std::vector<float> hf(static_cast<size_t>(H));
         bool reverse = dir == "reverse" || d == 1;
         const float* w = pre ? nullptr : W.data() + d * G * H * I;
         const float* rr = R.data() + d * G * H * H;
         const double* wb = Bias.data() + d * 2 * G * H;
         const double* rb = wb + G * H;
         const Act* a = acts.data() + d * nact;
-        if (pre) gx_dir = d * G * H;
-        else rows_times_wt(X.data(), I, S * B, w, G * H, I, wb, GX.data());
+        if (!pre) rows_times_wt(X.data(), I, S * B, w, G * H, I, wb, GXd.data());
         // h R^T + Rb for gate rows [j0, j1), h read as float32
         auto recur = [&](const std::vector<double>& h, int64_t j0, int64_t j1) {
             for (int64_t i = 0; i < H; ++i) hf[size_t(i)] = float(h[size_t(i)]);
@@ -258,6 +260,19 @@ void eval_rnn(OpCtx& c, Rnn::Kind kind) {
                 if (kind == Rnn::Lstm) Yc[o] = cs[size_t(k)];
             }
         }
+    };
+    if (r.dirs == 2 && S * B * G * H * H > (int64_t(1) << 20)) {  // big enough to be worth a thread
+        std::exception_ptr err;
+        std::thread second([&] {
+            try {
+                run_direction(1);
+            } catch (...) { err = std::current_exception(); }
+        });
+        run_direction(0);
+        second.join();
+        if (err) std::rethrow_exception(err);
+    } else {
+        for (int64_t d = 0; d < r.dirs; ++d) run_direction(d);
     }
     auto put = [&](int i, const std::vector<double>& v) {
         if (!c.has_out(i)) return;
