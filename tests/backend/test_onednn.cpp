@@ -209,7 +209,7 @@ TEST(OneDNN, PoolCeilPadding) {
         });
 }
 
-// SIGMOID and GELU_ERF as oneDNN's eltwise primitive
+// SIGMOID, GELU_ERF, SILU and HARDSWISH as oneDNN's eltwise primitive
 TEST(OneDNN, Eltwise) {
     check([](ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn) {
         ggml_tensor* x = input(ctx, ins, 1001, 3);
@@ -218,6 +218,14 @@ TEST(OneDNN, Eltwise) {
         ggml_tensor* z = ggml_gelu_erf(ctx, y);
         dnn.push_back(z);
         return z;
+    });
+    check([](ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn) {
+        ggml_tensor* x = ggml_scale(ctx, input(ctx, ins, 999, 4), 6.0f);  // across HardSwish's [-3, 3] knees
+        ggml_tensor* y = ggml_hardswish(ctx, x);
+        dnn.push_back(y);
+        ggml_tensor* z = ggml_silu(ctx, x);
+        dnn.push_back(z);
+        return ggml_add(ctx, y, z);
     });
 }
 #else
