@@ -4,7 +4,9 @@
 // (lower/host_kernel.h). The products x W^T and h R^T are float32 (the model's precision; PyTorch
 // and ONNX Runtime compute them so too), with 8 partial sums the compiler vectorizes; the input
 // products of all time steps first, in blocks of rows that share each W row in cache, then the
-// recurrence step by step. Gates, activations and states are double.
+// recurrence step by step. Gates, activations and states are double. At run time (X not constant) the
+// shape rule moves the input products to the backend as one MatMul + Add (infer_rnn, attribute __gx),
+// and a bidirectional node runs its two directions on two threads.
 #include <algorithm>
 #include <cmath>
 #include <exception>
