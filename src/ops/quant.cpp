@@ -35,7 +35,7 @@ int64_t saturate(DType t, double v) {
 struct AxisParam {
     int64_t inner = 1, dim = 1, n = 1, block = 0;
     int64_t at(int64_t flat) const {
-        if (n == 1) return 0;
+        if (n == 1 && !block) return 0;
         int64_t i = flat % inner, t = flat / inner, d = t % dim;
         return block ? ((t / dim) * ((dim + block - 1) / block) + d / block) * inner + i : d;
     }
@@ -60,7 +60,6 @@ AxisParam axis_param(OpCtx& c, int data, int param) {
                    " in blocks of " + std::to_string(block) + " along axis " + std::to_string(a) + " (want " +
                    shape_str(want) + ")");
         p.block = block;
-        p.n = std::max<int64_t>(2, p.n);  // indexed per block even when there is a single block
         return p;
     }
     if (c.rank(param) != 1 || s[size_t(a)] != p.n)
