@@ -1,6 +1,6 @@
 # Writes OUT: a C++ file defining onnx2ggml::templates::get(name) for each file in FILES under DIR.
 string(REPLACE "," ";" FILES "${FILES}")
-set(body "#include <cstring>\n#include <string>\nnamespace onnx2ggml { namespace templates {\n")
+set(body "#include <cstring>\n#include <string>\nnamespace onnx2ggml::core { namespace templates {\n")
 set(table "")
 set(i 0)
 foreach(f ${FILES})

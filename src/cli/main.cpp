@@ -18,7 +18,7 @@
 #include <sstream>
 
 #include "onnx/loader.h"
-#include "onnx2ggml/onnx2ggml.h"
+#include "onnx2ggml_core.h"
 #include "o2g_build_version.h"
 #include "o2g_info.h"
 #include "runtime/compare.h"
@@ -27,7 +27,7 @@
 #include "util/limits.h"
 #include "util/progress.h"
 
-using namespace onnx2ggml;
+using namespace onnx2ggml::core;
 
 namespace {
 

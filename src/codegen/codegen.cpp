@@ -15,7 +15,7 @@
 #include "util/error.h"
 #include "util/progress.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 namespace templates {
 const char* get(const std::string& name);
@@ -198,4 +198,4 @@ EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& 
     return r;
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

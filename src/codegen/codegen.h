@@ -8,7 +8,7 @@
 #include "ir/graph.h"
 #include "lower/weights.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 struct EmitReport {
     size_t weights = 0, weight_bytes = 0, lines = 0;
@@ -36,4 +36,4 @@ void write_gguf(const std::string& path, const std::vector<Weight>& weights,
                 const std::vector<std::pair<std::string, std::string>>& meta,
                 const std::vector<std::pair<std::string, std::vector<std::string>>>& arrays = {});
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

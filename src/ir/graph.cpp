@@ -1,6 +1,6 @@
 #include "ir/graph.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 const char* attr_kind_name(Attr::Kind k) {
     static const char* names[] = {"undefined",      "float",      "int",        "string",  "tensor", "graph",
@@ -54,4 +54,4 @@ void promote_float64(Graph& g) {
             }
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -10,7 +10,7 @@
 
 #include "ir/tensor.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 struct Graph;
 
@@ -40,7 +40,7 @@ struct Attr {
     std::vector<float> floats;
     std::vector<int64_t> ints;
     std::vector<std::string> strings;
-    std::shared_ptr<onnx2ggml::Graph> g;  // kind Graph: a subgraph (If branch, Loop/Scan body)
+    std::shared_ptr<core::Graph> g;  // kind Graph: a subgraph (If branch, Loop/Scan body)
 };
 const char* attr_kind_name(Attr::Kind k);
 
@@ -92,4 +92,4 @@ struct Graph {
 // Makes every float32 value of g (and of its subgraphs) float64 and sets Graph::float64.
 void promote_float64(Graph& g);
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -18,7 +18,7 @@
 #include "util/error.h"
 #include "util/limits.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 size_t dtype_size(DType t) {
     switch (t) {
@@ -364,4 +364,4 @@ std::shared_ptr<Storage> map_file(const std::string& path, int64_t offset, int64
     return m;
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 // Values are those of onnx.TensorProto.DataType.
 enum class DType : int {
@@ -96,4 +96,4 @@ struct Tensor {
     }
 };
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -6,7 +6,7 @@
 
 #include "util/error.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 std::string Builder::upper(std::string s) {
     for (auto& c : s) c = char(toupper(static_cast<unsigned char>(c)));
@@ -194,4 +194,4 @@ std::string cpp_comment_text(const std::string& s) {
     return r;
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

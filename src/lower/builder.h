@@ -12,7 +12,7 @@
 #include "ir/tensor.h"
 #include "lower/weights.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 // A weight of the graph. `host` is its source (often the initializer's own storage: a file
 // mapping or the bytes taken over from the protobuf); the stored form (ggml type, last-two-dims
@@ -126,4 +126,4 @@ std::string weight_type_names();  // "f32, f16, q8_0, ..."
 std::string cpp_string_literal(const std::string& s);  // escaped, inert for any input
 std::string cpp_comment_text(const std::string& s);    // printable ASCII, no comment terminators
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -5,7 +5,7 @@
 #include "lower/lower.h"
 #include "ops/op.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 Tensor to_storage(const Tensor& t, ggml_type type) {
     if (type == GGML_TYPE_F32) return t.cast(DType::F32);
@@ -132,4 +132,4 @@ void lower_on_host(LowerCtx& c, const std::string& why) {
     }
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -15,7 +15,7 @@
 #include "ggml.h"
 #include "ir/graph.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 class LowerCtx;
 struct OpDef;
@@ -41,4 +41,4 @@ Tensor to_storage(const Tensor& t, ggml_type type);
 // The host tensor of dtype `dtype` held in `data`, a contiguous ggml tensor of `type`.
 Tensor from_storage(const void* data, ggml_type type, DType dtype, const Shape& s);
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -3,7 +3,7 @@
 #include "o2g_kernels.h"
 #include "util/error.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 std::string Builder::kernel_name(void* f) {
 #define K1(n) \
@@ -21,4 +21,4 @@ std::string Builder::kernel_name(void* f) {
     internal_error("custom kernel without a name");
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -4,7 +4,7 @@
 
 #include "util/error.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 Shape canonical4(const Shape& s) {
     if (s.size() <= 4) return s;
@@ -101,4 +101,4 @@ bool view_strides(const std::array<int64_t, 4>& ne, const std::array<size_t, 4>&
     return true;
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

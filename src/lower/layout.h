@@ -8,7 +8,7 @@
 
 #include "ir/tensor.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 Shape canonical4(const Shape& s);              // rank <= 4 copy, leading dims merged above 4
 std::array<int64_t, 4> to_ne(const Shape& s);  // ggml ne of the canonical shape
@@ -27,4 +27,4 @@ Shape align_rank(const Shape& s, size_t r);
 bool view_strides(const std::array<int64_t, 4>& ne, const std::array<size_t, 4>& nb,
                   const std::array<int64_t, 4>& new_ne, std::array<size_t, 4>& new_nb);
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 bool device_computable(DType t) { return t == DType::F32 || t == DType::Bool || t == DType::I32 || t == DType::I64; }
 
@@ -232,4 +232,4 @@ ggml_tensor* LowerCtx::binary(Bin op, ggml_tensor* a, const Shape& sa, ggml_tens
     return nullptr;
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

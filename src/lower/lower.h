@@ -7,7 +7,7 @@
 #include "lower/layout.h"
 #include "ops/op.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 struct LowerState {
     Builder& b;
@@ -86,4 +86,4 @@ ggml_type ggml_type_for(DType t);  // the ggml type a device value of dtype t is
 // values of the other dtypes are held bit for bit and computed by host kernels only
 bool device_computable(DType t);
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

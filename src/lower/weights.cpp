@@ -9,7 +9,7 @@
 #include "lower/builder.h"
 #include "util/error.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 WeightRule parse_weight_rule(const std::string& text) {
     auto p = text.rfind('=');
@@ -220,4 +220,4 @@ Tensor GgufWeights::read(int64_t index) const {
     return t;
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -22,7 +22,7 @@
 #include "ir/graph.h"
 #include "ir/tensor.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 constexpr int64_t kSmallWeight = 4096;
 
@@ -93,4 +93,4 @@ private:
     std::vector<Entry> entries_;
 };
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

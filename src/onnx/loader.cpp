@@ -19,7 +19,7 @@
 #include "util/error.h"
 #include "util/limits.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 namespace {
 
 constexpr int64_t kMaxOpset = 22;  // newest ai.onnx opset whose operator semantics are implemented
@@ -476,4 +476,4 @@ Tensor load_tensor_pb(const std::string& path, std::string* name) {
     return parse_tensor(c, tp, "tensor");
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

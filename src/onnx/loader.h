@@ -6,7 +6,7 @@
 
 #include "ir/graph.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 Graph load_onnx(const std::string& path);
 Graph load_onnx_from_bytes(const std::string& bytes, const std::string& path_for_messages, const std::string& base_dir);
@@ -14,4 +14,4 @@ Graph load_onnx_from_bytes(const std::string& bytes, const std::string& path_for
 // Reads a serialized onnx.TensorProto (the .pb files of the ONNX backend test data).
 Tensor load_tensor_pb(const std::string& path, std::string* name = nullptr);
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

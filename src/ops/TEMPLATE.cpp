@@ -19,7 +19,7 @@
 // (the README's operator list) leaves them out.
 #include "ops/common.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 namespace {
 
 using Lc = LowerCtx;
@@ -87,4 +87,4 @@ O2G_OP_FAMILY(TEMPLATE) {
     r.add(std::move(d));       // a second entry for the same op: internal error (exit 4)
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

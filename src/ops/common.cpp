@@ -8,7 +8,7 @@
 
 #include "o2g_kernels.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 using Lc = LowerCtx;
 
@@ -425,4 +425,4 @@ std::vector<double> conv_host(OpCtx& c, const Shape& ws, const std::vector<doubl
     return y;
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -7,7 +7,7 @@
 #include "lower/lower.h"
 #include "ops/op.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 // Effective shape of input i of a broadcasting op (opset < 7 'broadcast'/'axis' attrs applied).
 Shape operand_shape(OpCtx& c, int i);
@@ -97,4 +97,4 @@ std::vector<int64_t> strides_of(const Shape& s);
 // A host tensor broadcast (numpy rules) to shape `to` (a copy; `to` must be a broadcast of t's shape).
 Tensor broadcast_host(const Tensor& t, const Shape& to);
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

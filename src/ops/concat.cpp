@@ -8,7 +8,7 @@
 #include "o2g_kernels.h"
 #include "ops/common.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 namespace {
 
 using Lc = LowerCtx;
@@ -139,4 +139,4 @@ O2G_OP_FAMILY(concat) {
     }
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -10,7 +10,7 @@
 
 #include "ops/common.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 namespace {
 
 constexpr int64_t kMaxUnroll = 4096;
@@ -269,4 +269,4 @@ O2G_OP_FAMILY(control) {
     }
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

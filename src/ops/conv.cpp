@@ -10,7 +10,7 @@
 #include "o2g_kernels.h"
 #include "ops/common.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 namespace {
 
 using Lc = LowerCtx;
@@ -273,4 +273,4 @@ O2G_OP_FAMILY(conv) {
     }
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -6,7 +6,7 @@
 #include "o2g_kernels.h"
 #include "ops/common.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 namespace {
 
 using Lc = LowerCtx;
@@ -650,4 +650,4 @@ O2G_OP_FAMILY(elementwise) {
     register_clip_cast(r);
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -9,7 +9,7 @@
 #include "o2g_kernels.h"
 #include "ops/common.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 namespace {
 
 using Lc = LowerCtx;
@@ -401,4 +401,4 @@ O2G_OP_FAMILY(gather) {
     }
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -7,7 +7,7 @@
 
 #include "ops/common.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 namespace {
 
 int64_t topk_k(OpCtx& c) {
@@ -305,4 +305,4 @@ O2G_OP_FAMILY(indexing) {
     register_value_shaped(r);
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -8,7 +8,7 @@
 #include "o2g_kernels.h"
 #include "ops/common.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 namespace {
 
 using Lc = LowerCtx;
@@ -364,4 +364,4 @@ O2G_OP_FAMILY(matmul) {
     register_det(r);
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -9,7 +9,7 @@
 #include "o2g_kernels.h"
 #include "ops/common.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 namespace {
 
 // (x - mean) / sqrt(var + eps) of each of `rows` contiguous rows of n values, in double; the rows'
@@ -422,4 +422,4 @@ O2G_OP_FAMILY(norm) {
     }
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -14,7 +14,7 @@
 #include "ir/graph.h"
 #include "util/error.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 class LowerCtx;
 
@@ -115,4 +115,4 @@ private:
 // never left out by hand and a file without its O2G_OP_FAMILY block fails to link.
 #define O2G_OP_FAMILY(name) void register_ops_##name(Registry& r)
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

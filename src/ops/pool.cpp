@@ -8,7 +8,7 @@
 #include "o2g_kernels.h"
 #include "ops/common.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 namespace {
 
 using Lc = LowerCtx;
@@ -226,4 +226,4 @@ O2G_OP_FAMILY(pool) {
     }
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

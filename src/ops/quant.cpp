@@ -11,7 +11,7 @@
 
 #include "ops/common.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 namespace {
 
 int64_t saturate(DType t, double v) {
@@ -366,4 +366,4 @@ O2G_OP_FAMILY(quant) {
     register_matmul_nbits(r);
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -5,7 +5,7 @@
 
 #include "ops/common.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 namespace {
 
 using Lc = LowerCtx;
@@ -255,4 +255,4 @@ O2G_OP_FAMILY(reduce) {
     arg_op(r, false);
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

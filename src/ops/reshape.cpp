@@ -9,7 +9,7 @@
 #include "o2g_kernels.h"
 #include "ops/common.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 namespace {
 
 using Lc = LowerCtx;
@@ -297,4 +297,4 @@ O2G_OP_FAMILY(reshape) {
     }
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -8,7 +8,7 @@
 #include "o2g_kernels.h"
 #include "ops/common.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 namespace {
 
 using Lc = LowerCtx;
@@ -320,4 +320,4 @@ O2G_OP_FAMILY(resize) {
     }
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -14,7 +14,7 @@
 
 #include "ops/common.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 namespace {
 
 struct Act {
@@ -307,4 +307,4 @@ O2G_OP_FAMILY(rnn) {
     }
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

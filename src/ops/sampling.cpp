@@ -8,7 +8,7 @@
 
 #include "ops/common.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 namespace {
 
 // ---- GridSample ---------------------------------------------------------------------------
@@ -339,4 +339,4 @@ O2G_OP_FAMILY(sampling) {
     register_maxunpool(r);
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

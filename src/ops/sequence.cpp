@@ -5,7 +5,7 @@
 // + Concat and Split (+ Squeeze), which are lowered like any tensor op.
 #include "ops/common.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 namespace {
 
 std::vector<int> seq_in(OpCtx& c, int i) {  // a copy: new values may move the graph's values
@@ -131,4 +131,4 @@ O2G_OP_FAMILY(sequence) {
     });
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

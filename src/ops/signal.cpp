@@ -5,7 +5,7 @@
 
 #include "ops/common.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 namespace {
 
 // One DFT of n complex samples (re, im) -> bins [0, nout), sign -1 forward, +1 inverse (scaled 1/n).
@@ -219,4 +219,4 @@ O2G_OP_FAMILY(signal) {
     }
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

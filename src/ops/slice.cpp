@@ -8,7 +8,7 @@
 #include "o2g_kernels.h"
 #include "ops/common.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 namespace {
 
 using Lc = LowerCtx;
@@ -245,4 +245,4 @@ O2G_OP_FAMILY(slice) {
     }
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -11,7 +11,7 @@
 #include "ops/common.h"
 #include "util/utf8.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 namespace {
 
 // The n-gram pool of a TfIdfVectorizer: each n-gram of the pool with its output coordinate
@@ -202,4 +202,4 @@ O2G_OP_FAMILY(text) {
     register_string_normalizer(r);
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

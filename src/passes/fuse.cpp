@@ -10,7 +10,7 @@
 #include "passes/match.h"
 #include "passes/pipeline.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 bool fuse_gelu(Graph& g) {
     bool changed = false;
     Uses uses(g);
@@ -120,4 +120,4 @@ std::vector<std::string> optimize(Graph& g, const CompileOptions& opts) {
     return applied;
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -10,7 +10,7 @@
 #include "passes/match.h"
 #include "passes/pipeline.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 namespace {
 
 // A constant that broadcasts per channel (axis 1) against a tensor of shape xs: [C], [C,1,..], [1,C,1,..].
@@ -119,4 +119,4 @@ bool fuse_layernorm(Graph& g) {
     return changed;
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

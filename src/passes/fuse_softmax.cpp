@@ -9,7 +9,7 @@
 #include "passes/match.h"
 #include "passes/pipeline.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 namespace {
 
 bool keeps_last_dim(const Graph& g, const Node& reshape) {
@@ -93,4 +93,4 @@ bool fuse_softmax_ext(Graph& g) {
     return changed;
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -4,7 +4,7 @@
 
 #include "ir/graph.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 // How many live nodes read each value (graph outputs count as many readers: never internal).
 struct Uses {
@@ -109,4 +109,4 @@ bool fuse_softmax_ext(Graph& g);
 bool eliminate_identity_arithmetic(Graph& g);
 bool global_pool_as_pool(Graph& g);
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

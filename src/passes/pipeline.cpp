@@ -7,7 +7,7 @@
 #include "ops/op.h"
 #include "util/progress.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 static std::string dims_str(const Shape& s) {
     std::string r;
@@ -338,4 +338,4 @@ void lower_graph(Graph& g, Builder& b) {
     }
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -9,7 +9,7 @@
 #include "ir/graph.h"
 #include "lower/lower.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 struct CompileOptions {
     std::map<std::string, Shape> input_shapes;  // --input-shape NAME=1x3x224x224
@@ -51,4 +51,4 @@ std::vector<bool> live_nodes(const Graph& g);
 // marks the outputs. Returns the ggml tensors of the graph outputs.
 void lower_graph(Graph& g, Builder& b);
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -11,7 +11,7 @@
 #include "passes/match.h"
 #include "passes/pipeline.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 bool eliminate_identity_arithmetic(Graph& g) {
     bool changed = false;
@@ -66,4 +66,4 @@ bool global_pool_as_pool(Graph& g) {
     return changed;
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -4,7 +4,7 @@
 
 #include "passes/pipeline.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 BuiltGraph::~BuiltGraph() {
     if (cctx) ggml_free(cctx);
@@ -65,4 +65,4 @@ std::map<std::string, int> ggml_op_histogram(const ggml_cgraph* gf) {
     return h;
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -8,7 +8,7 @@
 #include "ir/graph.h"
 #include "lower/builder.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 struct BuiltGraph {
     ggml_context* wctx = nullptr;  // weight tensors (no data: uploaded or written to GGUF)
@@ -33,4 +33,4 @@ std::unique_ptr<BuiltGraph> build_graph(Graph& g, bool record, const WeightRules
 // "OP_NAME" -> count of the ggml graph's nodes
 std::map<std::string, int> ggml_op_histogram(const ggml_cgraph* gf);
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

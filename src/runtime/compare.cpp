@@ -14,12 +14,12 @@
 
 #include "onnx/loader.h"
 #include "runtime/dot.h"
-#include "onnx2ggml/onnx2ggml.h"
+#include "onnx2ggml_core.h"
 #include "util/error.h"
 #include "util/io.h"
 #include "util/progress.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 std::string value_file_name(const std::string& value) {
     std::string r;
@@ -265,4 +265,4 @@ CompareResult compare_model(const std::string& model_path, const std::map<std::s
     return res;
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

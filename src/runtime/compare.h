@@ -15,7 +15,7 @@
 #include "passes/pipeline.h"
 #include "runtime/session.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 struct CompareOptions {
     std::string reference = "host";  // host | ort | DIR
@@ -59,4 +59,4 @@ std::map<std::string, Tensor> host_values(const std::string& model_path, const s
 // written as %XX, then ".npy" ("/conv1/Conv_output_0" -> "%2Fconv1%2FConv_output_0.npy").
 std::string value_file_name(const std::string& value);
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -11,7 +11,7 @@
 #include "passes/pipeline.h"
 #include "util/error.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 static std::string esc(const std::string& s) {
     std::string r;
@@ -186,4 +186,4 @@ void write_picture(const std::string& dot, const std::string& file, bool svg) {
     if (rc != 0) bad_input(file + ": Graphviz's dot failed (exit " + std::to_string(rc) + ")");
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -9,7 +9,7 @@
 #include "runtime/compare.h"
 #include "runtime/session.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 struct DotOptions {
     const Session* session = nullptr;        // backend colors (needs a built session)
@@ -24,4 +24,4 @@ std::string ggml_graph_dot(const Session& s);
 // Writes `dot` to `file`: as DOT text, or as SVG through Graphviz's `dot -Tsvg` when `svg`.
 void write_picture(const std::string& dot, const std::string& file, bool svg);
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -13,7 +13,7 @@
 #include "util/error.h"
 #include "util/limits.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 std::vector<std::string> backend_names() { return o2g_runtime::backend_names(); }
 
@@ -401,4 +401,4 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) {
     return outs;
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

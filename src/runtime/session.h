@@ -12,7 +12,7 @@
 #include "ir/graph.h"
 #include "runtime/build.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 class WeightPool;
 
@@ -132,4 +132,4 @@ private:
     bool keep_values_ = false;
 };
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

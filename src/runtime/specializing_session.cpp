@@ -8,7 +8,7 @@
 #include "ops/op.h"
 #include "util/error.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 // staged execution (make_cut): the model cut where a value computed inside it decides a compile-time fact
 struct SpecializingSession::Cut {
@@ -592,4 +592,4 @@ std::vector<std::string> SpecializingSession::cut_values() const {
     return r;
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

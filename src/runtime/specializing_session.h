@@ -32,7 +32,7 @@
 #include "passes/pipeline.h"
 #include "runtime/session.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 // The shapes of the inputs `ids` of `model` (graph-input value ids) given `inputs[k]` (nullptr: not
 // given, e.g. to be made by --random-inputs): a given tensor is checked (dtype, rank, static dims,
@@ -116,4 +116,4 @@ private:
     SpecializationStats evicted_stages_;  // the stages' counts of evicted staged entries
 };
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 enum ExitCode : int {
     kExitOk = 0,
@@ -40,4 +40,4 @@ struct LimitExceeded : Error {
     throw Error(kExitInternal, "internal error: " + msg);
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

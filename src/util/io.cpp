@@ -8,7 +8,7 @@
 #include "util/error.h"
 #include "util/utf8.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 Tensor read_npy(const std::string& path) {
     npy::Array a;
@@ -126,4 +126,4 @@ Comparison compare(const Tensor& a, const Tensor& e, double rtol, double atol) {
     return c;
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -4,7 +4,7 @@
 
 #include "ir/graph.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 Tensor read_npy(const std::string& path);  // errors name the file
 void write_npy(const std::string& path, const Tensor& t);
@@ -19,4 +19,4 @@ struct Comparison {
 // integer and bool tensors must match exactly. Shapes must match.
 Comparison compare(const Tensor& actual, const Tensor& expected, double rtol, double atol);
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

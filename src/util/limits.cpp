@@ -4,7 +4,7 @@
 
 #include "util/error.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 static uint64_t g_limit = 0;
 
@@ -38,4 +38,4 @@ void check_memory(uint64_t bytes, const std::string& what) {
                   std::to_string(memory_limit() >> 20) + " MiB (--max-memory)");
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

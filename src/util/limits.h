@@ -5,11 +5,11 @@
 #include <cstdint>
 #include <string>
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 uint64_t memory_limit();
 void set_memory_limit(uint64_t bytes);
 uint64_t parse_size(const std::string& s);                   // "512M", "4G", "1000000"; throws Error(2)
 void check_memory(uint64_t bytes, const std::string& what);  // throws Error(2) above the limit
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

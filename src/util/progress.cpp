@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 static std::atomic<bool> g_quiet{false};
 
@@ -49,4 +49,4 @@ Progress::~Progress() {
     fprintf(stderr, "\n");
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 void set_progress_quiet(bool quiet);
 
@@ -25,4 +25,4 @@ private:
     std::chrono::steady_clock::time_point start_, last_;
 };
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

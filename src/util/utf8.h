@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 // Decodes the code point at s[i]: returns its length in bytes, 0 if s[i] does not start a valid
 // sequence (a stray continuation byte, a truncated sequence, a value above U+10FFFF).
@@ -30,4 +30,4 @@ inline void utf8_encode(uint32_t cp, std::string& r) {
     for (int k = n - 2; k >= 0; --k) r += char(0x80 | ((cp >> (6 * k)) & 0x3f));
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core

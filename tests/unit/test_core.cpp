@@ -13,10 +13,10 @@
 #include "lower/layout.h"
 #include "lower/weights.h"
 #include "onnx/loader.h"
-#include "onnx2ggml/onnx2ggml.h"
+#include "onnx2ggml_core.h"
 #include "ops/op.h"
 
-using namespace onnx2ggml;
+using namespace onnx2ggml::core;
 
 TEST(Layout, OnnxDimsAreReversedGgmlNe) {
     auto ne = to_ne({2, 3, 4, 5});

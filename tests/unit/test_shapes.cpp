@@ -22,11 +22,11 @@
 #include "passes/pipeline.h"
 #include "util/error.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 O2G_OP_FAMILY(TEMPLATE);  // src/ops/TEMPLATE.cpp, compiled as the object library o2g_op_template
 }
 
-using namespace onnx2ggml;
+using namespace onnx2ggml::core;
 
 namespace {
 

@@ -1,8 +1,8 @@
-#include "onnx2ggml/onnx2ggml.h"
+#include "onnx2ggml_core.h"
 
 #include "onnx/loader.h"
 
-namespace onnx2ggml {
+namespace onnx2ggml::core {
 
 Graph prepare(const std::string& model_path, const CompileOptions& opts) {
     Graph g = load_onnx(model_path);
@@ -12,4 +12,4 @@ Graph prepare(const std::string& model_path, const CompileOptions& opts) {
     return g;
 }
 
-}  // namespace onnx2ggml
+}  // namespace onnx2ggml::core
