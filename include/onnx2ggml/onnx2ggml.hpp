@@ -1,0 +1,197 @@
+// onnx2ggml's C++ API: load an ONNX model, open a Session on a ggml backend, run it on tensors the
+// caller owns. The same engine as `onnx2ggml run`: dynamic dims are bound from the inputs given,
+// graph inputs that decide compile-time facts (an If's condition, a Reshape's target) are found
+// and specialized on, and each specialization is cached (SessionOptions::max_specializations).
+//
+//     onnx2ggml::Model model = onnx2ggml::Model::load("resnet18.onnx");
+//     onnx2ggml::Session session(model, {/*backend*/ "auto", /*threads*/ 2});
+//     std::vector<float> x(1 * 3 * 224 * 224);
+//     auto outs = session.run({onnx2ggml::TensorRef::of(x.data(), {1, 3, 224, 224})});
+//     const float* logits = outs[0].data<float>();
+//
+// Ownership and threads: a Model is immutable once loaded and may be shared by any number of
+// sessions on any threads; a Session holds a reference to its Model's data, so the Model object
+// may be destroyed first. A Session runs one call at a time (run() takes a lock); for parallel
+// runs open one Session per thread.
+//
+// Errors: every function throws onnx2ggml::Error, whose category is the CLI's exit code
+// (docs/cli.md) and whose message names the file, node, op and opset as the CLI prints them.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#if defined(_WIN32)
+#define ONNX2GGML_API __declspec(dllexport)
+#else
+#define ONNX2GGML_API __attribute__((visibility("default")))
+#endif
+
+namespace onnx2ggml {
+
+// Element types: the values of onnx.TensorProto.DataType.
+enum class DType : int {
+    Undefined = 0,
+    Float = 1,
+    UInt8 = 2,
+    Int8 = 3,
+    UInt16 = 4,
+    Int16 = 5,
+    Int32 = 6,
+    Int64 = 7,
+    String = 8,
+    Bool = 9,
+    Float16 = 10,
+    Double = 11,
+    UInt32 = 12,
+    UInt64 = 13,
+    BFloat16 = 16,
+};
+ONNX2GGML_API size_t dtype_size(DType t);       // bytes per element; 0 for String and Undefined
+ONNX2GGML_API const char* dtype_name(DType t);  // "float32", "int64", ...
+
+// What went wrong, as the CLI's exit codes.
+enum class ErrorCategory : int {
+    Mismatch = 1,     // numbers differ from a reference
+    BadInput = 2,     // bad usage or argument, malformed model, wrong input name, dtype or shape
+    Unsupported = 3,  // a valid model that onnx2ggml cannot run
+    Internal = 4,     // a bug of onnx2ggml's
+};
+
+class ONNX2GGML_API Error : public std::runtime_error {
+public:
+    Error(ErrorCategory c, const std::string& message) : std::runtime_error(message), category_(c) {}
+    ErrorCategory category() const { return category_; }
+    int exit_code() const { return int(category_); }
+
+private:
+    ErrorCategory category_;
+};
+
+// A graph input or output: its name, element type and shape (-1 for a dynamic dim, whose name,
+// when the model gives one, is in dim_names; "" for static dims).
+struct TensorInfo {
+    std::string name;
+    DType dtype = DType::Undefined;
+    std::vector<int64_t> shape;
+    std::vector<std::string> dim_names;
+};
+
+// An input tensor in the caller's memory: dense, row-major, read in place (not copied on the host)
+// and only during run(). A String tensor's data is an array of numel NUL-terminated UTF-8 strings.
+struct TensorRef {
+    DType dtype = DType::Undefined;
+    std::vector<int64_t> shape;
+    const void* data = nullptr;
+
+    static TensorRef of(const float* p, std::vector<int64_t> s) { return {DType::Float, std::move(s), p}; }
+    static TensorRef of(const int64_t* p, std::vector<int64_t> s) { return {DType::Int64, std::move(s), p}; }
+    static TensorRef of(const int32_t* p, std::vector<int64_t> s) { return {DType::Int32, std::move(s), p}; }
+    static TensorRef of(const double* p, std::vector<int64_t> s) { return {DType::Double, std::move(s), p}; }
+    static TensorRef of(const uint8_t* p, std::vector<int64_t> s) { return {DType::UInt8, std::move(s), p}; }
+    static TensorRef of(const int8_t* p, std::vector<int64_t> s) { return {DType::Int8, std::move(s), p}; }
+};
+
+// An output, owned (shared by copies of it). data() is dense and row-major.
+class ONNX2GGML_API Tensor {
+public:
+    Tensor();
+    const std::string& name() const;
+    DType dtype() const;
+    const std::vector<int64_t>& shape() const;
+    int64_t numel() const;
+    size_t nbytes() const;  // 0 for a String tensor
+    const void* raw() const;
+    template <class T>
+    const T* data() const {
+        return static_cast<const T*>(raw());
+    }
+    std::vector<std::string> strings() const;  // the elements of a String tensor
+    struct Impl;
+    explicit Tensor(std::shared_ptr<const Impl> impl);  // (made by Session::run)
+
+private:
+    std::shared_ptr<const Impl> impl_;
+};
+
+class ONNX2GGML_API Model {
+public:
+    // An .onnx file; its external data is read from the file's folder (never outside it).
+    static Model load(const std::string& path);
+    // A serialized ModelProto in memory; external data is read from base_dir.
+    static Model from_bytes(const void* data, size_t size, const std::string& base_dir = ".");
+    const std::string& path() const;
+    const std::vector<TensorInfo>& inputs() const;
+    const std::vector<TensorInfo>& outputs() const;
+    struct Impl;
+    explicit Model(std::shared_ptr<const Impl> impl);  // (made by load and from_bytes)
+
+private:
+    friend class Session;
+    std::shared_ptr<const Impl> impl_;
+};
+
+struct SessionOptions {
+    std::string backend = "auto";  // a ggml device name (case-insensitive prefix), "cpu" (ggml's CPU backend), "auto"
+    int threads = 0;               // 0: the cores this process may use that are not busy elsewhere
+    std::string weights = "f32";   // how MatMul/Gemm/Conv weights are stored: f32, f16, bf16, q8_0, q5_0, q4_0, ...
+    std::vector<std::string> weight_rules;  // "REGEX=TYPE", first match wins (`--weights-rule`)
+    std::string gguf;                       // weights from a GGUF written by `onnx2ggml quantize` for this model
+    uint64_t max_memory = 0;  // the process-wide memory budget in bytes (`--max-memory`); 0 keeps the current one
+    bool optimize = true;     // the fusion passes (`--no-optimize` turns them off)
+    std::vector<std::string> disabled_passes;  // passes turned off by name (`--disable-pass`)
+    size_t max_specializations = 8;            // cached specializations (input shapes + control values)
+};
+
+struct SessionStats {
+    uint64_t runs = 0, hits = 0, misses = 0, evictions = 0;  // specialization cache
+    size_t cached = 0;                                       // specializations held now
+    double specialize_ms = 0, last_specialize_ms = 0;
+    std::vector<std::string> control_inputs;  // graph inputs whose values are specialized on, found so far
+};
+
+class ONNX2GGML_API Session {
+public:
+    explicit Session(const Model& model, const SessionOptions& options = {});
+    ~Session();
+    Session(Session&&) noexcept;
+    Session& operator=(Session&&) noexcept;
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+
+    const Model& model() const;
+    // Inputs in model().inputs() order; outputs in model().outputs() order.
+    std::vector<Tensor> run(const std::vector<TensorRef>& inputs);
+    // Inputs by name (every input given once); the outputs named, in that order (empty: all).
+    std::vector<Tensor> run(const std::map<std::string, TensorRef>& feeds,
+                            const std::vector<std::string>& output_names = {});
+    SessionStats stats() const;
+    std::string backend() const;  // the device of the latest run ("" before the first)
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// `onnx2ggml compile`: writes the standalone ggml program of `model_path` into `out_dir` (its C++,
+// the weights as GGUF, a CMakeLists.txt). input_shapes binds dynamic dims ("NAME" -> dims).
+struct CompileOptions {
+    std::map<std::string, std::vector<int64_t>> input_shapes;
+    std::string weights = "f32";
+    std::vector<std::string> weight_rules;
+    bool optimize = true;
+};
+struct CompileReport {
+    size_t lines = 0, weights = 0;
+    uint64_t weight_bytes = 0;
+};
+ONNX2GGML_API CompileReport compile(const std::string& model_path, const std::string& out_dir,
+                                    const CompileOptions& options = {});
+
+ONNX2GGML_API const char* version();  // "0.1.0 (git COMMIT)"
+
+}  // namespace onnx2ggml

@@ -1,0 +1,281 @@
+// The public C++ and C APIs (include/onnx2ggml/), linked through libonnx2ggml.so only: the same
+// numbers as the CLI bit for bit on the exported torchvision models, errors that name the input,
+// a Session outliving its Model, two sessions on two threads.
+// Environment: O2G_CLI (the onnx2ggml program), O2G_MODELS (tests/models/export_models.py's
+// folder), O2G_WORK (a scratch folder).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "onnx2ggml/onnx2ggml.h"
+#include "onnx2ggml/onnx2ggml.hpp"
+
+namespace {
+
+std::string env(const char* k) {
+    const char* v = std::getenv(k);
+    return v ? v : "";
+}
+
+// A little-endian .npy file (version 1/2, C order): its dtype text, shape and bytes.
+struct Npy {
+    std::string descr;
+    std::vector<int64_t> shape;
+    std::string bytes;
+};
+
+Npy read_npy(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (all.size() < 10 || all.compare(1, 5, "NUMPY") != 0) throw std::runtime_error(path + ": not a .npy file");
+    size_t hlen = all[6] == 1 ? size_t(uint8_t(all[8])) | size_t(uint8_t(all[9])) << 8
+                              : size_t(uint8_t(all[8])) | size_t(uint8_t(all[9])) << 8 | size_t(uint8_t(all[10])) << 16;
+    size_t start = all[6] == 1 ? 10 : 12;
+    std::string h = all.substr(start, hlen);
+    Npy r;
+    size_t d = h.find("'descr': '") + 10;
+    r.descr = h.substr(d, h.find('\'', d) - d);
+    size_t s = h.find("'shape': (") + 10;
+    std::stringstream dims(h.substr(s, h.find(')', s) - s));
+    for (std::string tok; std::getline(dims, tok, ',');)
+        if (tok.find_first_not_of(' ') != std::string::npos) r.shape.push_back(std::stoll(tok));
+    r.bytes = all.substr(start + hlen);
+    return r;
+}
+
+const char* kTorchvision[] = {"tinycnn", "mlp", "resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small",
+                              "squeezenet1_1"};
+
+std::string model_path(const std::string& m) { return env("O2G_MODELS") + "/" + m + "/model.onnx"; }
+
+// The CLI's output 0 for the model's input.npy (two threads, as the API runs below).
+Npy cli_output(const std::string& m, const std::string& input_name) {
+    std::string dir = env("O2G_WORK") + "/cli_" + m;
+    std::string cmd = "'" + env("O2G_CLI") + "' run '" + model_path(m) + "' --input " + input_name + "='" +
+                      env("O2G_MODELS") + "/" + m + "/input.npy' --threads 2 --output-dir '" + dir + "' 2>/dev/null";
+    if (std::system(cmd.c_str()) != 0) throw std::runtime_error("failed: " + cmd);
+    return read_npy(dir + "/output_0.npy");
+}
+
+onnx2ggml::SessionOptions two_threads() {
+    onnx2ggml::SessionOptions o;
+    o.threads = 2;
+    return o;
+}
+
+void expect_same_bytes(const onnx2ggml::Tensor& t, const Npy& ref, const std::string& what) {
+    ASSERT_EQ(t.shape(), ref.shape) << what;
+    ASSERT_EQ(t.nbytes(), ref.bytes.size()) << what;
+    EXPECT_EQ(std::memcmp(t.raw(), ref.bytes.data(), t.nbytes()), 0) << what << ": not bit for bit the CLI's output";
+}
+
+}  // namespace
+
+TEST(CppApi, TorchvisionModelsMatchTheCliBitForBit) {
+    for (const char* m : kTorchvision) {
+        onnx2ggml::Model model = onnx2ggml::Model::load(model_path(m));
+        ASSERT_EQ(model.inputs().size(), 1u) << m;
+        EXPECT_EQ(model.inputs()[0].dtype, onnx2ggml::DType::Float) << m;
+        Npy in = read_npy(env("O2G_MODELS") + "/" + m + "/input.npy");
+        ASSERT_EQ(in.descr, "<f4");
+        onnx2ggml::Session s(model, two_threads());
+        auto outs = s.run({onnx2ggml::TensorRef::of(reinterpret_cast<const float*>(in.bytes.data()), in.shape)});
+        ASSERT_EQ(outs.size(), model.outputs().size()) << m;
+        EXPECT_EQ(outs[0].name(), model.outputs()[0].name) << m;
+        expect_same_bytes(outs[0], cli_output(m, model.inputs()[0].name), m);
+        EXPECT_FALSE(s.backend().empty()) << m;
+        // by name, the output asked for by name: the same tensor
+        auto named = s.run({{model.inputs()[0].name, onnx2ggml::TensorRef::of(
+                                                         reinterpret_cast<const float*>(in.bytes.data()), in.shape)}},
+                           {model.outputs()[0].name});
+        ASSERT_EQ(named.size(), 1u);
+        EXPECT_EQ(std::memcmp(named[0].raw(), outs[0].raw(), outs[0].nbytes()), 0) << m;
+        onnx2ggml::SessionStats st = s.stats();
+        EXPECT_EQ(st.runs, 2u);
+        EXPECT_EQ(st.misses, 1u);  // one signature: specialized once, then found cached
+        EXPECT_EQ(st.hits, 1u);
+    }
+}
+
+TEST(CApi, ResnetMatchesTheCliAndNamesItsInputs) {
+    o2g_model* model = nullptr;
+    ASSERT_EQ(o2g_model_load(model_path("resnet18").c_str(), &model), O2G_OK) << o2g_last_error();
+    ASSERT_EQ(o2g_model_input_count(model), 1u);
+    ASSERT_EQ(o2g_model_output_count(model), 1u);
+    const char* name = nullptr;
+    int dtype = 0;
+    size_t rank = 0;
+    const int64_t* dims = nullptr;
+    ASSERT_EQ(o2g_model_input(model, 0, &name, &dtype, &rank, &dims), O2G_OK);
+    EXPECT_EQ(dtype, O2G_FLOAT);
+    ASSERT_EQ(rank, 4u);
+    EXPECT_EQ(dims[1], 3);
+    EXPECT_EQ(o2g_model_input(model, 1, &name, nullptr, nullptr, nullptr), O2G_BAD_INPUT);
+    EXPECT_NE(std::string(o2g_last_error()).find("out of range"), std::string::npos);
+
+    o2g_options* opts = o2g_options_create();
+    EXPECT_EQ(o2g_options_set(opts, "threads", "2"), O2G_OK);
+    EXPECT_EQ(o2g_options_set(opts, "threads", "two"), O2G_BAD_INPUT);
+    EXPECT_EQ(o2g_options_set(opts, "colour", "blue"), O2G_BAD_INPUT);
+    EXPECT_NE(std::string(o2g_last_error()).find("unknown option 'colour'"), std::string::npos);
+    o2g_session* s = nullptr;
+    ASSERT_EQ(o2g_session_create(model, opts, &s), O2G_OK) << o2g_last_error();
+    o2g_options_free(opts);
+    o2g_model_free(model);  // the session keeps what it needs
+
+    Npy in = read_npy(env("O2G_MODELS") + "/resnet18/input.npy");
+    o2g_tensor_ref ref = {nullptr, O2G_FLOAT, in.shape.size(), in.shape.data(), in.bytes.data()};
+    o2g_tensor* out = nullptr;
+    ASSERT_EQ(o2g_session_run(s, &ref, 1, &out, 1), O2G_OK) << o2g_last_error();
+    Npy cli = cli_output("resnet18", "input");
+    ASSERT_EQ(o2g_tensor_nbytes(out), cli.bytes.size());
+    EXPECT_EQ(std::memcmp(o2g_tensor_data(out), cli.bytes.data(), cli.bytes.size()), 0);
+    EXPECT_EQ(o2g_tensor_dtype(out), O2G_FLOAT);
+    EXPECT_EQ(std::vector<int64_t>(o2g_tensor_shape(out), o2g_tensor_shape(out) + o2g_tensor_rank(out)), cli.shape);
+    o2g_tensor_free(out);
+
+    // errors: the message names the input; nothing is written to the outputs
+    o2g_tensor* none = nullptr;
+    o2g_tensor_ref wrong_name = {"pixels", O2G_FLOAT, in.shape.size(), in.shape.data(), in.bytes.data()};
+    EXPECT_EQ(o2g_session_run(s, &wrong_name, 1, &none, 1), O2G_BAD_INPUT);
+    EXPECT_NE(std::string(o2g_last_error()).find("'pixels' is not an input"), std::string::npos) << o2g_last_error();
+    o2g_tensor_ref wrong_type = {"input", O2G_INT64, in.shape.size(), in.shape.data(), in.bytes.data()};
+    EXPECT_EQ(o2g_session_run(s, &wrong_type, 1, &none, 1), O2G_BAD_INPUT);
+    EXPECT_NE(std::string(o2g_last_error()).find("input 'input'"), std::string::npos) << o2g_last_error();
+    EXPECT_EQ(o2g_session_run(s, &ref, 1, &none, 2), O2G_BAD_INPUT);  // the model has one output
+    EXPECT_EQ(none, nullptr);
+    uint64_t runs = 0, hits = 0, misses = 0;
+    ASSERT_EQ(o2g_session_stats(s, &runs, &hits, &misses), O2G_OK);
+    EXPECT_EQ(misses, 1u);
+    o2g_session_free(s);
+
+    o2g_model* missing = nullptr;
+    EXPECT_EQ(o2g_model_load("/nonexistent/model.onnx", &missing), O2G_BAD_INPUT);
+    EXPECT_NE(std::string(o2g_last_error()).find("/nonexistent/model.onnx"), std::string::npos);
+    EXPECT_EQ(missing, nullptr);
+}
+
+TEST(CppApi, BadFeedsRaiseOneErrorNamingTheInput) {
+    onnx2ggml::Model model = onnx2ggml::Model::load(model_path("tinycnn"));
+    onnx2ggml::Session s(model, two_threads());
+    const onnx2ggml::TensorInfo& in = model.inputs()[0];
+    std::vector<float> x(1 << 20);
+    auto category = [&](const std::vector<onnx2ggml::TensorRef>& feeds, std::string* msg) {
+        try {
+            s.run(feeds);
+        } catch (const onnx2ggml::Error& e) {
+            *msg = e.what();
+            return e.category();
+        }
+        return onnx2ggml::ErrorCategory(0);
+    };
+    std::string msg;
+    std::vector<int64_t> bad_shape = in.shape;
+    bad_shape[1] += 1;
+    EXPECT_EQ(category({onnx2ggml::TensorRef::of(x.data(), bad_shape)}, &msg), onnx2ggml::ErrorCategory::BadInput);
+    EXPECT_NE(msg.find("'" + in.name + "'"), std::string::npos) << msg;
+    std::vector<int64_t> xi(1 << 20);
+    EXPECT_EQ(category({onnx2ggml::TensorRef::of(xi.data(), in.shape)}, &msg), onnx2ggml::ErrorCategory::BadInput);
+    EXPECT_NE(msg.find("'" + in.name + "'"), std::string::npos) << msg;
+    EXPECT_EQ(category({}, &msg), onnx2ggml::ErrorCategory::BadInput);
+    EXPECT_EQ(category({onnx2ggml::TensorRef{onnx2ggml::DType::Float, in.shape, nullptr}}, &msg),
+              onnx2ggml::ErrorCategory::BadInput);
+    EXPECT_NE(msg.find("no data"), std::string::npos) << msg;
+    EXPECT_THROW(s.run({{"nope", onnx2ggml::TensorRef::of(x.data(), in.shape)}}), onnx2ggml::Error);
+
+    onnx2ggml::SessionOptions o;
+    o.weights = "q3_z";
+    try {
+        onnx2ggml::Session bad(model, o);
+        ADD_FAILURE() << "weights q3_z accepted";
+    } catch (const onnx2ggml::Error& e) {
+        EXPECT_EQ(e.exit_code(), 2);
+    }
+    o = {};
+    o.backend = "no-such-device";
+    EXPECT_THROW(
+        {
+            onnx2ggml::Session bad(model, o);
+            bad.run({onnx2ggml::TensorRef::of(x.data(), in.shape)});
+        },
+        onnx2ggml::Error);
+    try {
+        onnx2ggml::Model::load(env("O2G_WORK") + "/missing.onnx");
+        ADD_FAILURE() << "a missing file loaded";
+    } catch (const onnx2ggml::Error& e) {
+        EXPECT_EQ(e.category(), onnx2ggml::ErrorCategory::BadInput);
+        EXPECT_NE(std::string(e.what()).find("missing.onnx"), std::string::npos);
+    }
+}
+
+TEST(CppApi, FromBytesAndSessionOutlivingItsModel) {
+    std::ifstream f(model_path("mlp"), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    Npy in = read_npy(env("O2G_MODELS") + "/mlp/input.npy");
+    auto x = onnx2ggml::TensorRef::of(reinterpret_cast<const float*>(in.bytes.data()), in.shape);
+    std::unique_ptr<onnx2ggml::Session> s;
+    {
+        onnx2ggml::Model model = onnx2ggml::Model::from_bytes(bytes.data(), bytes.size());
+        s = std::make_unique<onnx2ggml::Session>(model, two_threads());
+    }  // the Model object is gone; the session holds its data
+    EXPECT_EQ(s->model().inputs().size(), 1u);
+    auto out = s->run({x});
+    expect_same_bytes(out[0], cli_output("mlp", s->model().inputs()[0].name), "mlp from bytes");
+    std::string garbage = "this is not a model";
+    EXPECT_THROW(onnx2ggml::Model::from_bytes(garbage.data(), garbage.size()), onnx2ggml::Error);
+}
+
+TEST(CppApi, TwoSessionsOnTwoThreadsEqualOneAfterAnother) {
+    const char* models[2] = {"resnet18", "mobilenet_v2"};
+    std::vector<Npy> ins;
+    std::vector<onnx2ggml::Model> ms;
+    std::vector<std::string> sequential(2), concurrent(2);
+    for (const char* m : models) {
+        ins.push_back(read_npy(env("O2G_MODELS") + "/" + m + "/input.npy"));
+        ms.push_back(onnx2ggml::Model::load(model_path(m)));
+    }
+    auto run = [&](int k, std::string* out) {
+        onnx2ggml::SessionOptions o;
+        o.threads = 1;
+        onnx2ggml::Session s(ms[size_t(k)], o);
+        for (int rep = 0; rep < 3; ++rep) {
+            auto y = s.run(
+                {onnx2ggml::TensorRef::of(reinterpret_cast<const float*>(ins[size_t(k)].bytes.data()), ins[size_t(k)].shape)});
+            std::string bytes(static_cast<const char*>(y[0].raw()), y[0].nbytes());
+            if (rep > 0 && bytes != *out) *out = "differs between runs";
+            else *out = bytes;
+        }
+    };
+    for (int k = 0; k < 2; ++k) run(k, &sequential[size_t(k)]);
+    std::thread a(run, 0, &concurrent[0]), b(run, 1, &concurrent[1]);
+    a.join();
+    b.join();
+    for (int k = 0; k < 2; ++k) {
+        EXPECT_EQ(concurrent[size_t(k)].size(), sequential[size_t(k)].size()) << models[k];
+        EXPECT_TRUE(concurrent[size_t(k)] == sequential[size_t(k)]) << models[k] << ": concurrent run differs";
+    }
+    // one Session shared by two threads: runs are serialized, the results are the same
+    onnx2ggml::SessionOptions o;
+    o.threads = 1;
+    onnx2ggml::Session shared(ms[0], o);
+    auto x = onnx2ggml::TensorRef::of(reinterpret_cast<const float*>(ins[0].bytes.data()), ins[0].shape);
+    std::string r1, r2;
+    std::thread c([&] {
+        auto y = shared.run({x});
+        r1.assign(static_cast<const char*>(y[0].raw()), y[0].nbytes());
+    });
+    std::thread d([&] {
+        auto y = shared.run({x});
+        r2.assign(static_cast<const char*>(y[0].raw()), y[0].nbytes());
+    });
+    c.join();
+    d.join();
+    EXPECT_TRUE(r1 == sequential[0] && r2 == sequential[0]);
+}
