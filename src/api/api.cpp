@@ -25,15 +25,12 @@ struct BorrowedStorage : core::Storage {
     }
 };
 
-std::vector<TensorInfo> infos(const core::Graph& g, const std::vector<int>& ids) {
-    std::vector<TensorInfo> r;
-    for (int id : ids) {
-        const core::Value& v = g.values[size_t(id)];
-        TensorInfo t{v.name, DType(int(v.dtype)), v.shape, v.dim_params};
-        t.dim_names.resize(t.shape.size());
-        r.push_back(std::move(t));
-    }
-    return r;
+TensorInfo info(const core::Value& v) {
+    TensorInfo t{v.name, DType(int(v.dtype)), v.has_shape ? v.shape : core::Shape{}, v.dim_params};
+    t.dim_names.resize(t.shape.size());
+    for (auto& d : t.dim_names)
+        if (d == "?") d.clear();  // a dynamic dim without a name
+    return t;
 }
 
 core::WeightRules weight_rules(const std::string& base, const std::vector<std::string>& rules) {
@@ -50,9 +47,7 @@ core::WeightRules weight_rules(const std::string& base, const std::vector<std::s
 [[noreturn]] void rethrow_as_api_error() {
     try {
         throw;
-    } catch (const Error&) {
-        throw;
-    } catch (const core::Error& e) {
+    } catch (const Error&) { throw; } catch (const core::Error& e) {
         throw Error(ErrorCategory(e.code), e.what());
     } catch (const std::bad_alloc&) {
         throw Error(ErrorCategory::BadInput, "out of memory");
@@ -76,8 +71,8 @@ size_t Tensor::nbytes() const { return impl_->t.dtype == core::DType::String ? 0
 const void* Tensor::raw() const { return impl_->t.buf ? impl_->t.data() : nullptr; }
 std::vector<std::string> Tensor::strings() const {
     if (impl_->t.dtype != core::DType::String)
-        throw Error(ErrorCategory::BadInput, "output '" + impl_->name + "' is a " +
-                                                 core::dtype_name(impl_->t.dtype) + " tensor, not a string tensor");
+        throw Error(ErrorCategory::BadInput, "output '" + impl_->name + "' is a " + core::dtype_name(impl_->t.dtype) +
+                                                 " tensor, not a string tensor");
     return impl_->t.strings();
 }
 
@@ -93,8 +88,8 @@ Model::Model(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 
 static Model make_model(core::Graph g) {
     auto impl = std::make_shared<Model::Impl>();
-    impl->inputs = infos(g, g.inputs);
-    impl->outputs = infos(g, g.outputs);
+    for (int id : g.inputs) impl->inputs.push_back(info(g.values[size_t(id)]));
+    for (const core::Value& v : g.declared_outputs) impl->outputs.push_back(info(v));
     impl->graph = std::move(g);
     return Model(std::move(impl));
 }
@@ -209,9 +204,14 @@ std::vector<Tensor> Session::run(const std::map<std::string, TensorRef>& feeds,
 SessionStats Session::stats() const {
     std::lock_guard<std::mutex> lock(impl_->mu);
     core::SpecializationStats st = impl_->s->stats();
-    return SessionStats{st.runs,          st.hits,          st.misses,
-                        st.evictions,     impl_->s->cached(), st.specialize_ms,
-                        st.last_specialize_ms, impl_->s->control_inputs()};
+    return SessionStats{st.runs,
+                        st.hits,
+                        st.misses,
+                        st.evictions,
+                        impl_->s->cached(),
+                        st.specialize_ms,
+                        st.last_specialize_ms,
+                        impl_->s->control_inputs()};
 }
 
 std::string Session::backend() const {

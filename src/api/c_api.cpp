@@ -113,8 +113,8 @@ o2g_status o2g_options_set(o2g_options* options, const char* key, const char* va
             n = std::stoll(v, &used);
         } catch (...) { used = 0; }
         if (used != v.size() || v.empty() || n < lo)
-            throw Error(ErrorCategory::BadInput, "option '" + k + "' takes a whole number >= " + std::to_string(lo) +
-                                                     ", not '" + v + "'");
+            throw Error(ErrorCategory::BadInput,
+                        "option '" + k + "' takes a whole number >= " + std::to_string(lo) + ", not '" + v + "'");
         return n;
     };
     return guarded([&] {
@@ -144,8 +144,8 @@ o2g_status o2g_session_create(const o2g_model* model, const o2g_options* options
 
 void o2g_session_free(o2g_session* session) { delete session; }
 
-o2g_status o2g_session_run(o2g_session* session, const o2g_tensor_ref* inputs, size_t n_inputs,
-                           o2g_tensor** outputs, size_t n_outputs) {
+o2g_status o2g_session_run(o2g_session* session, const o2g_tensor_ref* inputs, size_t n_inputs, o2g_tensor** outputs,
+                           size_t n_outputs) {
     if (!session || (n_inputs && !inputs) || (n_outputs && !outputs)) return bad("o2g_session_run: NULL argument");
     if (n_outputs != session->n_outputs)
         return bad("o2g_session_run: the model has " + std::to_string(session->n_outputs) + " outputs, n_outputs is " +
@@ -156,12 +156,12 @@ o2g_status o2g_session_run(o2g_session* session, const o2g_tensor_ref* inputs, s
         std::map<std::string, TensorRef> feeds;
         for (size_t k = 0; k < n_inputs; ++k) {
             const o2g_tensor_ref& r = inputs[k];
-            if (bool(r.name) != named)
-                throw Error(ErrorCategory::BadInput, "o2g_session_run: name all inputs or none");
+            if (bool(r.name) != named) throw Error(ErrorCategory::BadInput, "o2g_session_run: name all inputs or none");
             if (r.rank && !r.shape) throw Error(ErrorCategory::BadInput, "o2g_session_run: input without a shape");
             TensorRef t{DType(r.dtype), std::vector<int64_t>(r.shape, r.shape + r.rank), r.data};
             if (named && !feeds.emplace(r.name, t).second)
-                throw Error(ErrorCategory::BadInput, std::string("o2g_session_run: input '") + r.name + "' given twice");
+                throw Error(ErrorCategory::BadInput,
+                            std::string("o2g_session_run: input '") + r.name + "' given twice");
             if (!named) ordered.push_back(t);
         }
         std::vector<Tensor> outs = named ? session->s.run(feeds) : session->s.run(ordered);
@@ -186,9 +186,7 @@ const char* o2g_tensor_name(const o2g_tensor* t) { return t ? t->t.name().c_str(
 int o2g_tensor_dtype(const o2g_tensor* t) { return t ? int(t->t.dtype()) : 0; }
 size_t o2g_tensor_rank(const o2g_tensor* t) { return t ? t->t.shape().size() : 0; }
 const int64_t* o2g_tensor_shape(const o2g_tensor* t) { return t ? t->t.shape().data() : nullptr; }
-const void* o2g_tensor_data(const o2g_tensor* t) {
-    return t && t->t.dtype() != DType::String ? t->t.raw() : nullptr;
-}
+const void* o2g_tensor_data(const o2g_tensor* t) { return t && t->t.dtype() != DType::String ? t->t.raw() : nullptr; }
 size_t o2g_tensor_nbytes(const o2g_tensor* t) { return t ? t->t.nbytes() : 0; }
 const char* o2g_tensor_string(const o2g_tensor* t, size_t i) {
     return t && i < t->strings.size() ? t->strings[i].c_str() : nullptr;

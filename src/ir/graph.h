@@ -76,6 +76,9 @@ struct Graph {
     std::vector<Value> values;
     std::vector<Node> nodes;
     std::vector<int> inputs, outputs;  // graph inputs exclude initializers
+    // the graph outputs' types as the model declares them (what the API reports before a run; the
+    // shapes onnx2ggml computes come from shape inference, never from these)
+    std::vector<Value> declared_outputs;
     std::unordered_map<std::string, int> by_name;
     std::vector<std::string> free_vars;  // subgraphs: names read from the graphs around them
     // compare's host reference: float32 is computed as float64 (OpCtx::set_out/set_const promote it), so

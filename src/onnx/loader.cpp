@@ -416,6 +416,8 @@ void build_body(const Ctx& c, const onnx::GraphProto& gp, onnx::GraphProto* muta
         read_type(c, o, tmp);
         if (g.values[id].dtype == DType::Undefined) g.values[id].dtype = tmp.dtype;
         g.outputs.push_back(id);
+        tmp.name = o.name();
+        g.declared_outputs.push_back(std::move(tmp));
     }
     if (g.outputs.empty()) bad_input(c.file + ": the graph has no outputs");
     g.free_vars.assign(free.begin(), free.end());

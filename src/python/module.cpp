@@ -27,7 +27,11 @@ DType dtype_of(const py::dtype& d) {
     if (k == 'f') return n == 4 ? DType::Float : n == 8 ? DType::Double : n == 2 ? DType::Float16 : DType::Undefined;
     if (k == 'b') return DType::Bool;
     if (k == 'i')
-        return n == 1 ? DType::Int8 : n == 2 ? DType::Int16 : n == 4 ? DType::Int32 : n == 8 ? DType::Int64 : DType::Undefined;
+        return n == 1   ? DType::Int8
+               : n == 2 ? DType::Int16
+               : n == 4 ? DType::Int32
+               : n == 8 ? DType::Int64
+                        : DType::Undefined;
     if (k == 'u')
         return n == 1   ? DType::UInt8
                : n == 2 ? DType::UInt16
@@ -40,19 +44,19 @@ DType dtype_of(const py::dtype& d) {
 
 py::dtype numpy_dtype(DType t, const std::string& name) {
     switch (t) {
-    case DType::Float: return py::dtype("float32");
-    case DType::Double: return py::dtype("float64");
-    case DType::Float16: return py::dtype("float16");
-    case DType::Bool: return py::dtype("bool");
-    case DType::Int8: return py::dtype("int8");
-    case DType::Int16: return py::dtype("int16");
-    case DType::Int32: return py::dtype("int32");
-    case DType::Int64: return py::dtype("int64");
-    case DType::UInt8: return py::dtype("uint8");
-    case DType::UInt16: return py::dtype("uint16");
-    case DType::UInt32: return py::dtype("uint32");
-    case DType::UInt64: return py::dtype("uint64");
-    default: raise(ErrorCategory::Unsupported, "output '" + name + "': numpy has no " + dtype_name(t) + " type");
+        case DType::Float: return py::dtype("float32");
+        case DType::Double: return py::dtype("float64");
+        case DType::Float16: return py::dtype("float16");
+        case DType::Bool: return py::dtype("bool");
+        case DType::Int8: return py::dtype("int8");
+        case DType::Int16: return py::dtype("int16");
+        case DType::Int32: return py::dtype("int32");
+        case DType::Int64: return py::dtype("int64");
+        case DType::UInt8: return py::dtype("uint8");
+        case DType::UInt16: return py::dtype("uint16");
+        case DType::UInt32: return py::dtype("uint32");
+        case DType::UInt64: return py::dtype("uint64");
+        default: raise(ErrorCategory::Unsupported, "output '" + name + "': numpy has no " + dtype_name(t) + " type");
     }
 }
 

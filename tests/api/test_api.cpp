@@ -50,7 +50,7 @@ Npy read_npy(const std::string& path) {
     return r;
 }
 
-const char* kTorchvision[] = {"tinycnn", "mlp", "resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small",
+const char* kTorchvision[] = {"tinycnn",      "mlp", "resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small",
                               "squeezenet1_1"};
 
 std::string model_path(const std::string& m) { return env("O2G_MODELS") + "/" + m + "/model.onnx"; }
@@ -92,8 +92,8 @@ TEST(CppApi, TorchvisionModelsMatchTheCliBitForBit) {
         expect_same_bytes(outs[0], cli_output(m, model.inputs()[0].name), m);
         EXPECT_FALSE(s.backend().empty()) << m;
         // by name, the output asked for by name: the same tensor
-        auto named = s.run({{model.inputs()[0].name, onnx2ggml::TensorRef::of(
-                                                         reinterpret_cast<const float*>(in.bytes.data()), in.shape)}},
+        auto named = s.run({{model.inputs()[0].name,
+                             onnx2ggml::TensorRef::of(reinterpret_cast<const float*>(in.bytes.data()), in.shape)}},
                            {model.outputs()[0].name});
         ASSERT_EQ(named.size(), 1u);
         EXPECT_EQ(std::memcmp(named[0].raw(), outs[0].raw(), outs[0].nbytes()), 0) << m;
@@ -195,9 +195,7 @@ TEST(CppApi, BadFeedsRaiseOneErrorNamingTheInput) {
     try {
         onnx2ggml::Session bad(model, o);
         ADD_FAILURE() << "weights q3_z accepted";
-    } catch (const onnx2ggml::Error& e) {
-        EXPECT_EQ(e.exit_code(), 2);
-    }
+    } catch (const onnx2ggml::Error& e) { EXPECT_EQ(e.exit_code(), 2); }
     o = {};
     o.backend = "no-such-device";
     EXPECT_THROW(
@@ -246,8 +244,8 @@ TEST(CppApi, TwoSessionsOnTwoThreadsEqualOneAfterAnother) {
         o.threads = 1;
         onnx2ggml::Session s(ms[size_t(k)], o);
         for (int rep = 0; rep < 3; ++rep) {
-            auto y = s.run(
-                {onnx2ggml::TensorRef::of(reinterpret_cast<const float*>(ins[size_t(k)].bytes.data()), ins[size_t(k)].shape)});
+            auto y = s.run({onnx2ggml::TensorRef::of(reinterpret_cast<const float*>(ins[size_t(k)].bytes.data()),
+                                                     ins[size_t(k)].shape)});
             std::string bytes(static_cast<const char*>(y[0].raw()), y[0].nbytes());
             if (rep > 0 && bytes != *out) *out = "differs between runs";
             else *out = bytes;

@@ -1,0 +1,212 @@
+"""The Python module (python/onnx2ggml, ONNX Runtime's interface), run by pytest from ctest (label api).
+
+InferenceSession's outputs are the CLI's bit for bit (resnet18, the SD VAE decoder) and within 1e-4
+of max|ref| of ONNX Runtime's (onnxruntime-node on the same inputs); dynamic dims and control inputs
+specialize per signature; bad feeds raise onnx2ggml.Error naming the input; sessions on two threads
+give what they give one after another; compile() and check().
+Environment: O2G_CLI, O2G_MODELS (test-models), O2G_SD (sd-models), O2G_WORK (scratch), PYTHONPATH
+reaching the built module (build/python).
+"""
+import json
+import os
+import subprocess
+import threading
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import onnx2ggml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CLI = os.environ["O2G_CLI"]
+MODELS = os.environ["O2G_MODELS"]
+SD = os.environ["O2G_SD"]
+WORK = os.environ["O2G_WORK"]
+NODE_MODULES = os.path.join(ROOT, "bench", "node_modules")
+
+CASES = {  # name: (model folder, input file, input name)
+    "resnet18": (os.path.join(MODELS, "resnet18"), "input.npy", "input"),
+    "vae_decoder": (os.path.join(SD, "vae_decoder"), "in_latent.npy", "latent"),
+}
+
+
+def cli_outputs(name):
+    folder, infile, inname = CASES[name]
+    out = os.path.join(WORK, "py_cli_" + name)
+    subprocess.run([CLI, "run", os.path.join(folder, "model.onnx"), "--input",
+                    "%s=%s" % (inname, os.path.join(folder, infile)), "--threads", "2", "--output-dir", out],
+                   check=True, stderr=subprocess.DEVNULL)
+    files = json.load(open(os.path.join(out, "outputs.json")))
+    return [np.load(os.path.join(out, f)) for f in files.values()]
+
+
+def ort_outputs(name):
+    folder, infile, inname = CASES[name]
+    out = os.path.join(WORK, "py_ort_" + name)
+    os.makedirs(out, exist_ok=True)
+    manifest = os.path.join(WORK, "py_ort_%s.json" % name)
+    json.dump([{"model": os.path.join(folder, "model.onnx"),
+                "sets": [{"inputs": {inname: os.path.join(folder, infile)}, "outdir": out}]}], open(manifest, "w"))
+    subprocess.run(["node", os.path.join(ROOT, "scripts", "ort_run.js"), manifest],
+                   env=dict(os.environ, NODE_PATH=NODE_MODULES), check=True)
+    assert not os.path.exists(os.path.join(out, "error.txt")), open(os.path.join(out, "error.txt")).read()
+    return [np.load(os.path.join(out, "output_0.npy"))]
+
+
+def session_outputs(name, **kw):
+    folder, infile, inname = CASES[name]
+    sess = onnx2ggml.InferenceSession(os.path.join(folder, "model.onnx"), threads=2, **kw)
+    assert [i.name for i in sess.get_inputs()] == [inname]
+    return sess.run(None, {inname: np.load(os.path.join(folder, infile))})
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_inference_session_equals_cli_bit_for_bit(name):
+    got, ref = session_outputs(name), cli_outputs(name)
+    assert len(got) == len(ref)
+    for g, r in zip(got, ref):
+        assert g.dtype == r.dtype and g.shape == r.shape
+        assert g.tobytes() == r.tobytes(), "%s: not bit for bit the CLI's output" % name
+
+
+@pytest.mark.skipif(not os.path.isdir(os.path.join(NODE_MODULES, "onnxruntime-node")),
+                    reason="onnxruntime-node not installed (scripts/setup.sh --bench)")
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_inference_session_agrees_with_onnx_runtime(name):
+    got, ref = session_outputs(name), ort_outputs(name)
+    for g, r in zip(got, ref):
+        scale = float(np.abs(r).max())
+        err = float(np.abs(g.astype(np.float64) - r).max())
+        assert err <= 1e-4 * scale, "%s: max abs error %g > 1e-4 of max|ref| %g" % (name, err, scale)
+
+
+def dynamic_model(path):
+    """Y = Relu(X @ W) with X [batch, 3], and Z = If(flag != 0, Y * 2, Y - 1): a dynamic dim and a control input."""
+    w = helper.make_tensor("W", TensorProto.FLOAT, [3, 4], np.arange(12, dtype=np.float32) / 10 - 0.5)
+    two = helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])
+    one = helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])
+    then_g = helper.make_graph([helper.make_node("Mul", ["Y", "two"], ["t"])], "then", [],
+                               [helper.make_tensor_value_info("t", TensorProto.FLOAT, None)])
+    else_g = helper.make_graph([helper.make_node("Sub", ["Y", "one"], ["e"])], "else", [],
+                               [helper.make_tensor_value_info("e", TensorProto.FLOAT, None)])
+    nodes = [helper.make_node("MatMul", ["X", "W"], ["XW"]), helper.make_node("Relu", ["XW"], ["Y"]),
+             helper.make_node("Cast", ["flag"], ["cond"], to=TensorProto.BOOL),
+             helper.make_node("If", ["cond"], ["Z"], then_branch=then_g, else_branch=else_g)]
+    g = helper.make_graph(nodes, "dyn",
+                          [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["batch", 3]),
+                           helper.make_tensor_value_info("flag", TensorProto.INT64, [])],
+                          [helper.make_tensor_value_info("Z", TensorProto.FLOAT, ["batch", 4]),
+                           helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["batch", 4])], [w, two, one])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(m, path)
+    return np.arange(12, dtype=np.float32).reshape(3, 4) / 10 - 0.5
+
+
+def test_dynamic_dims_and_control_inputs_specialize_per_signature():
+    os.makedirs(WORK, exist_ok=True)
+    path = os.path.join(WORK, "py_dynamic.onnx")
+    w = dynamic_model(path)
+    sess = onnx2ggml.InferenceSession(path)
+    ins, outs = sess.get_inputs(), sess.get_outputs()
+    assert [(i.name, i.shape, i.type) for i in ins] == [("X", ["batch", 3], "tensor(float)"),
+                                                        ("flag", [], "tensor(int64)")]
+    assert [(o.name, o.shape) for o in outs] == [("Z", ["batch", 4]), ("Y", ["batch", 4])]
+    rng = np.random.default_rng(0)
+    for batch, flag in [(2, 1), (5, 1), (2, 0), (2, 1)]:
+        x = rng.standard_normal((batch, 3)).astype(np.float32)
+        y = np.maximum(x @ w, 0)
+        z, y_got = sess.run(None, {"X": x, "flag": np.array(flag, dtype=np.int64)})
+        np.testing.assert_allclose(y_got, y, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(z, y * 2 if flag else y - 1, rtol=1e-6, atol=1e-6)
+        (only_y,) = sess.run(["Y"], {"X": x, "flag": np.array(flag, dtype=np.int64)})
+        assert only_y.tobytes() == y_got.tobytes()
+    st = sess.stats()
+    assert st["misses"] == 3 and st["hits"] == 5 and st["runs"] == 8, st
+    assert st["control_inputs"] == ["flag"], st
+
+
+def test_bad_feeds_raise_errors_naming_the_input():
+    sess = onnx2ggml.InferenceSession(os.path.join(MODELS, "tinycnn", "model.onnx"))
+    name, shape = sess.get_inputs()[0].name, sess.get_inputs()[0].shape
+    x = np.zeros(shape, dtype=np.float32)
+    bad = [({"nope": x}, "'nope' is not an input"), ({name: x.astype(np.float64)}, "'%s'" % name),
+           ({name: x[..., :-1]}, "'%s'" % name), ({}, "no value for input '%s'" % name),
+           ({name: np.zeros(shape, dtype=np.complex64)}, "'%s'" % name)]
+    for feeds, text in bad:
+        with pytest.raises(onnx2ggml.Error) as e:
+            sess.run(None, feeds)
+        assert e.value.exit_code == 2 and text in str(e.value), str(e.value)
+    with pytest.raises(onnx2ggml.Error) as e:
+        sess.run(["nope"], {name: x})
+    assert "'nope' is not an output" in str(e.value)
+    with pytest.raises(TypeError):
+        sess.run(None, [x])
+    with pytest.raises(onnx2ggml.Error) as e:
+        onnx2ggml.InferenceSession(os.path.join(WORK, "missing.onnx"))
+    assert e.value.exit_code == 2 and "missing.onnx" in str(e.value)
+    with pytest.raises(onnx2ggml.Error) as e:
+        onnx2ggml.InferenceSession(b"not a model")
+    assert e.value.exit_code == 2
+    with pytest.raises(onnx2ggml.Error) as e:
+        onnx2ggml.InferenceSession(os.path.join(MODELS, "tinycnn", "model.onnx"), weights="q3_z")
+    assert e.value.exit_code == 2
+    # a non-contiguous feed is made contiguous, not misread
+    big = np.zeros([s * 2 if i == 0 else s for i, s in enumerate(shape)], dtype=np.float32)
+    big[::2] = np.random.default_rng(1).standard_normal(shape)
+    a = sess.run(None, {name: big[::2]})[0]
+    b = sess.run(None, {name: np.ascontiguousarray(big[::2])})[0]
+    assert a.tobytes() == b.tobytes()
+
+
+def test_two_sessions_on_two_threads_equal_one_after_another():
+    names = ["resnet18", "mobilenet_v2"]
+    feeds = {m: np.load(os.path.join(MODELS, m, "input.npy")) for m in names}
+    sessions = {m: onnx2ggml.InferenceSession(os.path.join(MODELS, m, "model.onnx"), threads=1) for m in names}
+    seq = {m: sessions[m].run(None, {sessions[m].get_inputs()[0].name: feeds[m]})[0] for m in names}
+    got = {}
+
+    def work(m):
+        for _ in range(3):
+            got.setdefault(m, []).append(sessions[m].run(None, {sessions[m].get_inputs()[0].name: feeds[m]})[0])
+
+    threads = [threading.Thread(target=work, args=(m,)) for m in names]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    for m in names:
+        assert len(got[m]) == 3 and all(g.tobytes() == seq[m].tobytes() for g in got[m]), m
+
+
+def test_objects_freed_mid_run_stay_alive_until_it_ends():
+    path = os.path.join(MODELS, "resnet18", "model.onnx")
+    x = np.load(os.path.join(MODELS, "resnet18", "input.npy"))
+    ref = onnx2ggml.InferenceSession(path, threads=1).run(None, {"input": x})[0]
+    sess = onnx2ggml.InferenceSession(path, threads=1)
+    feed = {"input": x.copy()}
+    result = []
+    t = threading.Thread(target=lambda s=sess, f=feed: result.append(s.run(None, f)[0]))
+    t.start()
+    del sess, feed  # the running call holds its own references
+    t.join()
+    assert result and result[0].tobytes() == ref.tobytes()
+
+
+def test_compile_and_check():
+    folder = os.path.join(MODELS, "tinycnn")
+    out = os.path.join(WORK, "py_compile_tinycnn")
+    r = onnx2ggml.compile(os.path.join(folder, "model.onnx"), out)
+    assert r["lines"] > 0 and r["weights"] > 0
+    for f in ["model.cpp", "main.cpp", "CMakeLists.txt", "model.gguf"]:
+        assert os.path.isfile(os.path.join(out, f)), f
+    x, expected = np.load(os.path.join(folder, "input.npy")), np.load(os.path.join(folder, "expected.npy"))
+    model = onnx.load(os.path.join(folder, "model.onnx"))
+    inname, outname = model.graph.input[0].name, model.graph.output[0].name
+    errs = onnx2ggml.check(os.path.join(folder, "model.onnx"), {inname: x}, {outname: expected}, rtol=1e-3, atol=1e-5)
+    assert errs[outname] <= 1e-5 + 1e-3 * float(np.abs(expected).max())
+    with pytest.raises(onnx2ggml.Error) as e:
+        onnx2ggml.check(os.path.join(folder, "model.onnx"), {inname: x}, {outname: expected + 1.0})
+    assert e.value.exit_code == 1 and outname in str(e.value)
+    with pytest.raises(onnx2ggml.Error) as e:
+        onnx2ggml.compile(os.path.join(WORK, "missing.onnx"), out)
+    assert e.value.exit_code == 2
