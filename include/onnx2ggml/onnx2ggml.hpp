@@ -15,7 +15,7 @@
 // runs open one Session per thread.
 //
 // Errors: every function throws onnx2ggml::Error, whose category is the CLI's exit code
-// (docs/cli.md) and whose message names the file, node, op and opset as the CLI prints them.
+// (README, "Exit codes") and whose message names the file, node, op and opset as the CLI prints them.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -45,4 +45,20 @@ name=$("$python" -c "import onnx,sys; print(onnx.load(sys.argv[1], load_external
 for b in consumer_cpp_static consumer_c consumer_c_pkgconfig cli; do
   cmp "$work/consumer_cpp.bin" "$work/$b.bin" || { echo "install_test: $b's output differs from consumer_cpp's"; exit 1; }
 done
+# the README's examples ("Use it from C++ / C / Python"), on MODEL, against the installed package
+"$python" - "$src/../../README.md" "$work" "$model" <<'PY'
+import re, sys
+readme, work, model = sys.argv[1:]
+text = open(readme).read().split("## Use it from C++ / C / Python", 1)[1].split("\n## ", 1)[0]
+for lang, ext in [("cpp", "cpp"), ("c", "c"), ("python", "py")]:
+    code = re.search(r"```%s\n(.*?)```" % lang, text, re.S).group(1)
+    code = code.replace('"resnet18.onnx"', repr(model) if ext == "py" else '"%s"' % model)
+    code = code.replace('"out/"', repr(work + "/readme_out"))
+    open("%s/readme_example.%s" % (work, ext), "w").write(code)
+PY
+c++ -std=c++17 "$work/readme_example.cpp" $(pkg-config --cflags --libs onnx2ggml) -Wl,-rpath,"$libdir" -o "$work/readme_cpp"
+cc "$work/readme_example.c" $(pkg-config --cflags --libs onnx2ggml) -Wl,-rpath,"$libdir" -o "$work/readme_c"
+"$work/readme_cpp" && "$work/readme_c"
+PYTHONPATH=$build/python "$python" "$work/readme_example.py"
+[ -f "$work/readme_out/model.cpp" ] || { echo "install_test: the README's Python example wrote no program"; exit 1; }
 echo "install_test: installed package OK (CMake shared/static, C, pkg-config; outputs equal the CLI's)"
