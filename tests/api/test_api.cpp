@@ -277,3 +277,27 @@ TEST(CppApi, TwoSessionsOnTwoThreadsEqualOneAfterAnother) {
     d.join();
     EXPECT_TRUE(r1 == sequential[0] && r2 == sequential[0]);
 }
+
+// An application's worker threads: a Session first run on one thread, then on others, one at a
+// time (oneDNN's default scratchpad is per thread: the backend makes its primitives anew for a new
+// thread). Every run gives the same bytes.
+TEST(CppApi, ASessionRunsOnWhicheverThreadCallsIt) {
+    for (const char* m : kTorchvision) {
+        onnx2ggml::Model model = onnx2ggml::Model::load(model_path(m));
+        Npy in = read_npy(env("O2G_MODELS") + "/" + m + "/input.npy");
+        auto x = onnx2ggml::TensorRef::of(reinterpret_cast<const float*>(in.bytes.data()), in.shape);
+        onnx2ggml::Session s(model, two_threads());
+        auto first = s.run({x});
+        std::string ref(static_cast<const char*>(first[0].raw()), first[0].nbytes());
+        for (int k = 0; k < 3; ++k) {
+            std::string got;
+            std::thread t([&] {
+                auto y = s.run({x});
+                got.assign(static_cast<const char*>(y[0].raw()), y[0].nbytes());
+            });
+            t.join();
+            EXPECT_TRUE(got == ref) << m << ": a run on another thread differs";
+        }
+        EXPECT_TRUE(std::string(static_cast<const char*>(s.run({x})[0].raw()), ref.size()) == ref) << m;
+    }
+}

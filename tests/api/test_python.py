@@ -210,3 +210,23 @@ def test_compile_and_check():
     with pytest.raises(onnx2ggml.Error) as e:
         onnx2ggml.compile(os.path.join(WORK, "missing.onnx"), out)
     assert e.value.exit_code == 2
+
+
+def test_the_gil_is_released_while_the_graph_computes():
+    """A Python thread keeps running while another one's run() computes (the VAE decoder: seconds)."""
+    folder, infile, inname = CASES["vae_decoder"]
+    sess = onnx2ggml.InferenceSession(os.path.join(folder, "model.onnx"), threads=1)
+    feeds = {inname: np.load(os.path.join(folder, infile))}
+    sess.run(None, feeds)  # specialized: the timed run below is compute only
+    import time
+    t = threading.Thread(target=lambda: sess.run(None, feeds))
+    start = time.perf_counter()
+    t.start()
+    last, gap = start, 0.0
+    while t.is_alive():
+        now = time.perf_counter()
+        gap, last = max(gap, now - last), now
+    t.join()
+    took = time.perf_counter() - start
+    assert took > 0.5, "the run took %.2f s: too short to tell" % took
+    assert gap < 0.25 * took, "this thread stood still %.2f s of the run's %.2f s: the GIL was held" % (gap, took)

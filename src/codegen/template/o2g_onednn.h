@@ -125,6 +125,36 @@ struct Context {
     std::vector<int64_t> sig;  // the signature being checked (its storage reused)
     // where the tensors in a padded private_layout are (larger than ggml's): by ggml's address
     std::unordered_map<const void*, dnnl::memory> shadows;
+    // The cached primitives take their scratchpad from here (user_scratchpad): oneDNN's default
+    // one is a thread_local buffer of the thread that created the primitive, and a run from another
+    // thread (an application's worker calling Session::run) would write through a buffer that
+    // thread never allocated. Grown on demand, which drops the plans (their steps point into it).
+    std::vector<char> scratch;
+    char* scratch_for(size_t bytes) {
+        if (scratch.size() < bytes + 64) {
+            plans.clear();
+            scratch = std::vector<char>();
+            scratch.resize(bytes + 64);
+        }
+        uintptr_t p = reinterpret_cast<uintptr_t>(scratch.data());
+        return reinterpret_cast<char*>((p + 63) & ~uintptr_t(63));
+    }
+    // Some primitives size per-thread buffers from the OpenMP thread count when created: a compute
+    // with more threads than any before makes them anew (reordered kernels are kept where shared).
+    int prim_threads = 0;
+    void fit_primitives(int threads) {
+        if (threads <= prim_threads) return;
+        if (prim_threads > 0) {
+            convs.clear();
+            matmuls.clear();
+            pools.clear();
+            norms.clear();
+            eltwises.clear();
+            blocked.clear();
+            plans.clear();
+        }
+        prim_threads = threads;
+    }
     char* reserve(size_t bytes) {
         if (arena.size() < bytes) {
             plans.clear();                // their arguments point into the old block
@@ -241,6 +271,43 @@ inline dnnl::primitive_attr post_ops(const Activation& a, bool sum, const dnnl::
     return attr;
 }
 
+// The attributes of every primitive a Context keeps: its scratchpad is the caller's (Context::scratch,
+// or the arena for the banded convolutions), never oneDNN's thread_local one.
+inline dnnl::primitive_attr user_scratchpad(dnnl::primitive_attr a = dnnl::primitive_attr()) {
+    a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    return a;
+}
+
+// The scratchpad a primitive of user_scratchpad's needs (0 bytes: none).
+inline size_t scratchpad_bytes(const dnnl::primitive& p, const dnnl_memory_desc_t** md) {
+    *md = dnnl_primitive_desc_query_md(p.get_primitive_desc(), dnnl_query_scratchpad_md, 0);
+    return *md ? dnnl_memory_desc_get_size(*md) : 0;
+}
+
+// Executes a primitive of user_scratchpad's on `args`, adding its scratchpad (in Context::scratch)
+// when it needs one and the arguments do not carry it.
+inline void execute(Context& c, const dnnl::primitive& p, const std::unordered_map<int, dnnl::memory>& args) {
+    const dnnl_memory_desc_t* md;
+    size_t bytes = scratchpad_bytes(p, &md);
+    if (bytes == 0 || args.count(DNNL_ARG_SCRATCHPAD)) return p.execute(c.strm, args);
+    std::unordered_map<int, dnnl::memory> with = args;
+    with[DNNL_ARG_SCRATCHPAD] = dnnl::memory(dnnl::memory::desc(*md), c.eng, c.scratch_for(bytes));
+    p.execute(c.strm, with);
+}
+
+// A new plan's steps get their scratchpads (Context::scratch, grown once for the largest first).
+inline void attach_scratchpads(Context& c, Context::Plan& p) {
+    size_t most = 0;
+    const dnnl_memory_desc_t* md;
+    for (const Context::Step& st : p.steps)
+        if (!st.args.count(DNNL_ARG_SCRATCHPAD)) most = std::max(most, scratchpad_bytes(st.prim, &md));
+    if (most == 0) return;
+    char* base = c.scratch_for(most);  // may empty c.plans
+    for (Context::Step& st : p.steps)
+        if (!st.args.count(DNNL_ARG_SCRATCHPAD) && scratchpad_bytes(st.prim, &md) > 0)
+            st.args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(dnnl::memory::desc(*md), c.eng, base);
+}
+
 // y = act(y + r) (r: the residual, may be null)
 inline void apply_activation(const Activation& a, float* y, const float* r, int64_t n) {
 #pragma omp parallel for
@@ -271,6 +338,7 @@ inline void run_plan(Context& c, const ggml_tensor* node, std::initializer_list<
     auto it = c.plans.find(node);
     if (it == c.plans.end() || it->second.sig != c.sig) {
         Context::Plan p = build();  // may empty c.plans (Context::reserve)
+        attach_scratchpads(c, p);   // likewise (Context::scratch_for)
         p.sig = c.sig;
         it = c.plans.insert_or_assign(node, std::move(p)).first;
     }
@@ -427,7 +495,8 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
                 dnnl::reorder(wsrc, wb).execute(c.strm, wsrc, wb);
                 c.strm.wait();
             } else if (wb != wsrc) {
-                plan.steps.push_back({dnnl::reorder(wsrc, wb), {{DNNL_ARG_FROM, wsrc}, {DNNL_ARG_TO, wb}}});
+                plan.steps.push_back({dnnl::reorder(dnnl::reorder::primitive_desc(wsrc, wb, user_scratchpad())),
+                                      {{DNNL_ARG_FROM, wsrc}, {DNNL_ARG_TO, wb}}});
             }
             if (is_weight) b.weights.emplace(k->data, wb);
         }
@@ -472,11 +541,13 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
             dnnl::memory by = cv.copy_y ? dnnl::memory(bn.dst, c.eng, arena + cv.y_off) : ym;
             if (cv.copy_x) {
                 dnnl::memory xs = whole ? xm : rows(xm, bn.i0, bn.i1);
-                plan.steps.push_back({dnnl::reorder(xs, bx), {{DNNL_ARG_FROM, xs}, {DNNL_ARG_TO, bx}}});
+                plan.steps.push_back({dnnl::reorder(dnnl::reorder::primitive_desc(xs, bx, user_scratchpad())),
+                                      {{DNNL_ARG_FROM, xs}, {DNNL_ARG_TO, bx}}});
             }
             if (residual && !b.add_residual) {  // for the sum post-op
                 dnnl::memory rs = whole ? rm : rows(rm, bn.r0, bn.r1);
-                plan.steps.push_back({dnnl::reorder(rs, by), {{DNNL_ARG_FROM, rs}, {DNNL_ARG_TO, by}}});
+                plan.steps.push_back({dnnl::reorder(dnnl::reorder::primitive_desc(rs, by, user_scratchpad())),
+                                      {{DNNL_ARG_FROM, rs}, {DNNL_ARG_TO, by}}});
             }
             std::unordered_map<int, dnnl::memory> args = {
                 {DNNL_ARG_SRC, bx}, {DNNL_ARG_WEIGHTS, wb}, {DNNL_ARG_DST, by}};
@@ -486,7 +557,8 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
             plan.steps.push_back({bn.conv, std::move(args)});
             if (cv.copy_y) {
                 dnnl::memory ys = whole ? ym : rows(ym, bn.r0, bn.r1);
-                plan.steps.push_back({dnnl::reorder(by, ys), {{DNNL_ARG_FROM, by}, {DNNL_ARG_TO, ys}}});
+                plan.steps.push_back({dnnl::reorder(dnnl::reorder::primitive_desc(by, ys, user_scratchpad())),
+                                      {{DNNL_ARG_FROM, by}, {DNNL_ARG_TO, ys}}});
             }
         }
         return plan;
@@ -501,7 +573,10 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
                       : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
                                                         dnnl::algorithm::convolution_direct, src_md, w_md, dst_md,
                                                         strides, dil, pads, pads);
-        it = c.convs.emplace(key, dnnl::convolution_forward(dnnl::convolution_forward::primitive_desc(d, c.eng))).first;
+        it = c.convs
+                 .emplace(key, dnnl::convolution_forward(
+                                   dnnl::convolution_forward::primitive_desc(d, user_scratchpad(), c.eng)))
+                 .first;
     }
     dnnl::memory xm(src_md, c.eng, x->data), wm(w_md, c.eng, k->data), ym(dst_md, c.eng, out);
     std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, ym}};
@@ -618,11 +693,11 @@ inline void mul_mat(Context& c, ggml_tensor* dst) {
     auto it = c.matmuls.find(key);
     if (it == c.matmuls.end())
         it = c.matmuls
-                 .emplace(key,
-                          dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(src_md, w_md, dst_md), c.eng)))
+                 .emplace(key, dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(src_md, w_md, dst_md),
+                                                                         user_scratchpad(), c.eng)))
                  .first;
     dnnl::memory sm(src_md, c.eng, b->data), wm(w_md, c.eng, a->data), dm(dst_md, c.eng, dst->data);
-    it->second.execute(c.strm, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dm}});
+    execute(c, it->second, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dm}});
     c.strm.wait();
 }
 
@@ -669,19 +744,20 @@ inline void pool2d(Context& c, ggml_tensor* dst) {
         auto alg =
             o[0] == GGML_OP_POOL_MAX ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_include_padding;
         dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, alg, src_md, p.mid, strides, kernel, pl, pr);
-        p.pool = dnnl::pooling_forward(dnnl::pooling_forward::primitive_desc(d, c.eng));
-        if (in_priv != out_priv) p.to_dst = dnnl::reorder(dnnl::reorder::primitive_desc(c.eng, p.mid, c.eng, dst_md));
+        p.pool = dnnl::pooling_forward(dnnl::pooling_forward::primitive_desc(d, user_scratchpad(), c.eng));
+        if (in_priv != out_priv)
+            p.to_dst = dnnl::reorder(dnnl::reorder::primitive_desc(c.eng, p.mid, c.eng, dst_md, user_scratchpad()));
         it = c.pools.emplace(key, std::move(p)).first;
     }
     const Context::Pool& p = it->second;
     dnnl::memory sm = in_priv ? private_memory(c, src_md, x->data) : dnnl::memory(src_md, c.eng, x->data);
     dnnl::memory dm = out_priv ? private_memory(c, dst_md, dst->data) : dnnl::memory(dst_md, c.eng, dst->data);
     if (in_priv == out_priv) {
-        p.pool.execute(c.strm, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_DST, dm}});
+        execute(c, p.pool, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_DST, dm}});
     } else {
         dnnl::memory mm(p.mid, c.eng, c.reserve(p.mid.get_size()));
-        p.pool.execute(c.strm, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_DST, mm}});
-        p.to_dst.execute(c.strm, mm, dm);
+        execute(c, p.pool, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_DST, mm}});
+        execute(c, p.to_dst, {{DNNL_ARG_FROM, mm}, {DNNL_ARG_TO, dm}});
     }
     c.strm.wait();
 }
@@ -766,7 +842,7 @@ inline void group_norm(Context& c, const ggml_tensor* dst, const ggml_tensor* ga
         po.append_binary(dnnl::algorithm::binary_mul, c_md);
         if (beta) po.append_binary(dnnl::algorithm::binary_add, c_md);
         if (silu) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.0f, 0.0f);
-        dnnl::primitive_attr attr;
+        dnnl::primitive_attr attr = user_scratchpad();
         attr.set_post_ops(po);
         dnnl::binary::primitive_desc pd(dnnl::binary::desc(dnnl::algorithm::binary_sub, xd_md, c_md, xd_md), attr,
                                         c.eng);
@@ -779,7 +855,7 @@ inline void group_norm(Context& c, const ggml_tensor* dst, const ggml_tensor* ga
             {DNNL_ARG_DST, dnnl::memory(xd_md, c.eng, static_cast<float*>(dst->data) + nb * C * S)},
             {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, dnnl::memory(c_md, c.eng, scale.data() + nb * C)}};
         if (beta) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1] = dnnl::memory(c_md, c.eng, beta->data);
-        it->second.execute(c.strm, args);
+        execute(c, it->second, args);
     }
     c.strm.wait();
 }
@@ -813,10 +889,13 @@ inline void eltwise(Context& c, const ggml_tensor* op) {
     auto it = c.eltwises.find(key);
     if (it == c.eltwises.end()) {
         dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, alg, md, alpha, beta);
-        it = c.eltwises.emplace(key, dnnl::eltwise_forward(dnnl::eltwise_forward::primitive_desc(d, c.eng))).first;
+        it =
+            c.eltwises
+                .emplace(key, dnnl::eltwise_forward(dnnl::eltwise_forward::primitive_desc(d, user_scratchpad(), c.eng)))
+                .first;
     }
     dnnl::memory src(md, c.eng, op->src[0]->data), dst(md, c.eng, op->data);
-    it->second.execute(c.strm, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+    execute(c, it->second, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
     c.strm.wait();
 }
 
@@ -834,6 +913,7 @@ inline ggml_status compute_nodes(Context& c, ggml_cgraph* g);
 inline ggml_status graph_compute(ggml_backend_t be, ggml_cgraph* g) {
     Context& c = *static_cast<Context*>(be->context);
     if (c.n_threads > 0) omp_set_num_threads(c.n_threads);
+    c.fit_primitives(omp_get_max_threads());
     try {  // a oneDNN error (e.g. a primitive it cannot create) fails the compute, never unwinds through ggml
         return compute_nodes(c, g);
     } catch (const std::exception& e) {
