@@ -103,6 +103,12 @@ O2G_API o2g_status o2g_session_run(o2g_session* session, const o2g_tensor_ref* i
 /* Specialization cache counters: runs, hits (signatures found cached) and misses. */
 O2G_API o2g_status o2g_session_stats(const o2g_session* session, uint64_t* runs, uint64_t* hits, uint64_t* misses);
 
+/* `onnx2ggml compile`: writes the standalone ggml program of the model at model_path into out_dir. Dynamic
+ * dims are bound by shapes[0 .. n_shapes) (name, rank and shape of each; dtype and data unused); the
+ * options' "weights", "weight_rule" and "optimize" apply (options may be NULL). */
+O2G_API o2g_status o2g_compile(const char* model_path, const char* out_dir, const o2g_tensor_ref* shapes,
+                               size_t n_shapes, const o2g_options* options);
+
 O2G_API const char* o2g_tensor_name(const o2g_tensor* t);
 O2G_API int o2g_tensor_dtype(const o2g_tensor* t);
 O2G_API size_t o2g_tensor_rank(const o2g_tensor* t);

@@ -182,6 +182,26 @@ o2g_status o2g_session_stats(const o2g_session* session, uint64_t* runs, uint64_
     });
 }
 
+o2g_status o2g_compile(const char* model_path, const char* out_dir, const o2g_tensor_ref* shapes, size_t n_shapes,
+                       const o2g_options* options) {
+    if (!model_path || !out_dir || (n_shapes && !shapes)) return bad("o2g_compile: NULL argument");
+    return guarded([&] {
+        CompileOptions o;
+        if (options) {
+            o.weights = options->o.weights;
+            o.weight_rules = options->o.weight_rules;
+            o.optimize = options->o.optimize;
+        }
+        for (size_t k = 0; k < n_shapes; ++k) {
+            const o2g_tensor_ref& r = shapes[k];
+            if (!r.name || (r.rank && !r.shape))
+                throw Error(ErrorCategory::BadInput, "o2g_compile: a shape without a name or dims");
+            o.input_shapes[r.name] = std::vector<int64_t>(r.shape, r.shape + r.rank);
+        }
+        compile(model_path, out_dir, o);
+    });
+}
+
 const char* o2g_tensor_name(const o2g_tensor* t) { return t ? t->t.name().c_str() : nullptr; }
 int o2g_tensor_dtype(const o2g_tensor* t) { return t ? int(t->t.dtype()) : 0; }
 size_t o2g_tensor_rank(const o2g_tensor* t) { return t ? t->t.shape().size() : 0; }

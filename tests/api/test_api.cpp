@@ -156,6 +156,15 @@ TEST(CApi, ResnetMatchesTheCliAndNamesItsInputs) {
     EXPECT_EQ(misses, 1u);
     o2g_session_free(s);
 
+    std::string out_dir = env("O2G_WORK") + "/c_compile_resnet18";
+    int64_t fixed[4] = {1, 3, 224, 224};
+    o2g_tensor_ref shape = {"input", 0, 4, fixed, nullptr};
+    ASSERT_EQ(o2g_compile(model_path("resnet18").c_str(), out_dir.c_str(), &shape, 1, nullptr), O2G_OK)
+        << o2g_last_error();
+    EXPECT_TRUE(std::ifstream(out_dir + "/model.cpp").good());
+    EXPECT_TRUE(std::ifstream(out_dir + "/model.gguf").good());
+    EXPECT_EQ(o2g_compile("/nonexistent/model.onnx", out_dir.c_str(), nullptr, 0, nullptr), O2G_BAD_INPUT);
+
     o2g_model* missing = nullptr;
     EXPECT_EQ(o2g_model_load("/nonexistent/model.onnx", &missing), O2G_BAD_INPUT);
     EXPECT_NE(std::string(o2g_last_error()).find("/nonexistent/model.onnx"), std::string::npos);
