@@ -32,7 +32,9 @@ ggml_tensor* grouped_conv2d(Lc& c, ggml_tensor* w, ggml_tensor* x, int64_t group
     ggml_tensor* r = G(c.b, ggml_mul_mat, G(c.b, ggml_reshape_3d, w, Kg, mg, group), cols);            // [mg, P, g]
     // [mg, OW*OH, N, g] -> [OW*OH, mg, g, N]: channel g*mg + j of batch n
     r = G(c.b, ggml_permute, G(c.b, ggml_reshape_4d, r, mg, OW * OH, N, group), 1, 0, 3, 2);
-    return G(c.b, ggml_reshape_4d, G(c.b, ggml_cont, r), OW, OH, M, N);
+    ggml_tensor* y = G(c.b, ggml_cont_4d, r, OW, OH, M, N);
+    // a backend may compute y as one grouped convolution of x and w (the oneDNN backend does)
+    return w->type == GGML_TYPE_F32 ? G(c.b, o2g::grouped_conv, y, x, w, int(group)) : y;
 }
 
 void lower_conv(Lc& c) {

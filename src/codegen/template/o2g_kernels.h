@@ -70,6 +70,23 @@ inline ggml_tensor* conv_residual(ggml_context*, ggml_tensor* add) {
     return add;
 }
 
+// A grouped convolution as onnx2ggml lowers it (ops/conv.cpp grouped_conv2d): IM2COL -> a batched
+// MUL_MAT (the groups as the batch) -> CONT `out`. Marks the three and makes the convolution's input
+// x and kernel w inputs of `out` too (src[1], src[3]; src[2] stays free for o2g::conv_residual), so
+// that a backend may compute `out` as one grouped convolution from x and w and skip the other two
+// (o2g_onednn.h); ggml's CPU backend computes the three as they are and ignores the extra inputs.
+// The slot is past IM2COL's 7 parameters; `out` keeps the group count there.
+enum { kGroupedConv = 12 };
+inline ggml_tensor* grouped_conv(ggml_context*, ggml_tensor* out, ggml_tensor* x, ggml_tensor* w, int group) {
+    ggml_tensor* mm = out->src[0]->view_src;
+    mm->src[1]->view_src->op_params[kGroupedConv] = 1;
+    mm->op_params[kGroupedConv] = 1;
+    out->op_params[kGroupedConv] = group;
+    out->src[1] = x;
+    out->src[3] = w;
+    return out;
+}
+
 O2G_UNARY(erf, std::erf(x))
 O2G_UNARY(sign, float((x > 0) - (x < 0)))
 O2G_UNARY(round_even, std::nearbyint(x))

@@ -701,6 +701,93 @@ inline void mul_mat(Context& c, ggml_tensor* dst) {
     c.strm.wait();
 }
 
+// ---- grouped convolutions (o2g::grouped_conv) ------------------------------------------------
+// onnx2ggml lowers a grouped convolution to IM2COL -> batched MUL_MAT -> CONT, the three marked,
+// with the convolution's x and w inputs of the CONT too: the CONT is computed here as one oneDNN
+// grouped convolution from x and w, and the IM2COL and MUL_MAT are skipped when their CONT is
+// computed here in the same graph (else they are computed, for whichever backend runs the CONT).
+inline bool grouped_supported(const ggml_tensor* op) {
+    const ggml_tensor* x = op->src[1];
+    const ggml_tensor* w = op->src[3];
+    return op->op_params[o2g::kGroupedConv] > 0 && x && w && op->type == GGML_TYPE_F32 && x->type == GGML_TYPE_F32 &&
+           w->type == GGML_TYPE_F32 && ggml_is_contiguous(x) && ggml_is_contiguous(w) && ggml_is_contiguous(op);
+}
+
+// Whether node i (n: a marked IM2COL or MUL_MAT) feeds a marked CONT among the next nodes of g
+inline bool grouped_output_follows(ggml_cgraph* g, int i, const ggml_tensor* n) {
+    int n_nodes = ggml_graph_n_nodes(g);
+    for (int j = i + 1; j < n_nodes && j < i + 32; ++j) {
+        const ggml_tensor* o = ggml_graph_node(g, j);
+        if (o->op != GGML_OP_CONT || !grouped_supported(o)) continue;
+        const ggml_tensor* mm = o->src[0]->view_src;
+        if (mm && (mm == n || (mm->src[1] && mm->src[1]->view_src == n))) return true;
+    }
+    return false;
+}
+
+// IM2COL (F32, 2D) when its grouped convolution's CONT runs elsewhere: dst [IC*KH*KW, OW, OH, N]
+// of x [IW, IH, IC, N], row (ic, kh, kw), zero outside the input
+inline bool im2col_supported(const ggml_tensor* op) {
+    return op->op_params[o2g::kGroupedConv] == 1 && op->op_params[6] == 1 && op->type == GGML_TYPE_F32 &&
+           op->src[1]->type == GGML_TYPE_F32 && ggml_is_contiguous(op->src[1]) && ggml_is_contiguous(op);
+}
+inline void im2col(const ggml_tensor* dst) {
+    const ggml_tensor* k = dst->src[0];
+    const ggml_tensor* x = dst->src[1];
+    const int32_t* o = dst->op_params;  // s0, s1, p0, p1, d0, d1, is_2D
+    const int64_t KW = k->ne[0], KH = k->ne[1], IW = x->ne[0], IH = x->ne[1], IC = x->ne[2];
+    const int64_t OW = dst->ne[1], OH = dst->ne[2], N = dst->ne[3], K = IC * KH * KW;
+    const float* xs = static_cast<const float*>(x->data);
+    float* d = static_cast<float*>(dst->data);
+#pragma omp parallel for collapse(2)
+    for (int64_t n = 0; n < N; ++n)
+        for (int64_t oh = 0; oh < OH; ++oh)
+            for (int64_t ow = 0; ow < OW; ++ow) {
+                float* row = d + ((n * OH + oh) * OW + ow) * K;
+                for (int64_t ic = 0; ic < IC; ++ic)
+                    for (int64_t kh = 0; kh < KH; ++kh) {
+                        int64_t iy = oh * o[1] + kh * o[5] - o[3];
+                        for (int64_t kw = 0; kw < KW; ++kw) {
+                            int64_t ix = ow * o[0] + kw * o[4] - o[2];
+                            row[(ic * KH + kh) * KW + kw] = iy >= 0 && iy < IH && ix >= 0 && ix < IW
+                                                                ? xs[((n * IC + ic) * IH + iy) * IW + ix]
+                                                                : 0.0f;
+                        }
+                    }
+            }
+}
+
+inline void grouped_conv2d(Context& c, const ggml_tensor* dst) {
+    const ggml_tensor* x = dst->src[1];                                     // [IW, IH, C, N]
+    const ggml_tensor* w = dst->src[3];                                     // [KW, KH, C/G, M]
+    const int32_t* o = dst->src[0]->view_src->src[1]->view_src->op_params;  // the IM2COL's s0, s1, p0, p1, d0, d1
+    int64_t G = dst->op_params[o2g::kGroupedConv];
+    using dims = dnnl::memory::dims;
+    using tag = dnnl::memory::format_tag;
+    using dt = dnnl::memory::data_type;
+    dims src_d = {x->ne[3], x->ne[2], x->ne[1], x->ne[0]}, dst_d = {dst->ne[3], dst->ne[2], dst->ne[1], dst->ne[0]};
+    dims w_d = {G, w->ne[3] / G, w->ne[2], w->ne[1], w->ne[0]};  // goihw: group g's kernels are g*M/G ... (g+1)*M/G - 1
+    dims strides = {o[1], o[0]}, pads = {o[3], o[2]}, dil = {o[5] - 1, o[4] - 1};
+    dnnl::memory::desc src_md(src_d, dt::f32, tag::nchw), w_md(w_d, dt::f32, tag::goihw),
+        dst_md(dst_d, dt::f32, tag::nchw);
+    Context::Key key = {-5,     G,      src_d[0], src_d[1], src_d[2], src_d[3], dst_d[1], dst_d[2], dst_d[3],
+                        w_d[3], w_d[4], o[0],     o[1],     o[2],     o[3],     o[4],     o[5]};
+    auto it = c.convs.find(key);
+    if (it == c.convs.end()) {
+        dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                          src_md, w_md, dst_md, strides, dil, pads, pads);
+        it = c.convs
+                 .emplace(key, dnnl::convolution_forward(
+                                   dnnl::convolution_forward::primitive_desc(d, user_scratchpad(), c.eng)))
+                 .first;
+    }
+    execute(c, it->second,
+            {{DNNL_ARG_SRC, dnnl::memory(src_md, c.eng, x->data)},
+             {DNNL_ARG_WEIGHTS, dnnl::memory(w_md, c.eng, w->data)},
+             {DNNL_ARG_DST, dnnl::memory(dst_md, c.eng, dst->data)}});
+    c.strm.wait();
+}
+
 // POOL_2D (ggml_pool_2d: padding p on both sides, MAX over the taps inside the input, AVG divided
 // by all k0*k1 taps) on NCHW data or, a max pooling between convolutions (o2g::conv_chain), in
 // private_layout, as oneDNN's pooling (its NCHW kernel is multithreaded, ggml's is not): the right
@@ -985,7 +1072,13 @@ inline ggml_status compute_nodes(Context& c, ggml_cgraph* g) {
                 break;
             case GGML_OP_UNARY: is_norm_silu(n) || is_eltwise(n) ? eltwise(c, n) : activation(c, n); break;
             case GGML_OP_CLAMP: activation(c, n); break;
-            case GGML_OP_MUL_MAT: mul_mat(c, n); break;
+            case GGML_OP_MUL_MAT:
+                if (n->op_params[o2g::kGroupedConv] != 1 || !grouped_output_follows(g, i, n)) mul_mat(c, n);
+                break;
+            case GGML_OP_IM2COL:
+                if (!grouped_output_follows(g, i, n)) im2col(n);
+                break;
+            case GGML_OP_CONT: grouped_conv2d(c, n); break;
             case GGML_OP_POOL_2D: pool2d(c, n); break;
             default:
                 if (!is_view_op(n->op)) return GGML_STATUS_FAILED;
@@ -1077,6 +1170,8 @@ inline bool dev_supports_op(ggml_backend_dev_t, const ggml_tensor* op) {
         case GGML_OP_UNARY: return is_conv_activation(op) || is_norm_silu(op) || is_eltwise(op);
         case GGML_OP_CLAMP: return is_conv_activation(op);
         case GGML_OP_MUL_MAT: return mul_mat_supported(op);
+        case GGML_OP_IM2COL: return im2col_supported(op);
+        case GGML_OP_CONT: return grouped_supported(op);
         case GGML_OP_POOL_2D: return pool_supported(op);
         default: return false;
     }
