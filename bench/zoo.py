@@ -33,7 +33,8 @@ ZOO = os.path.join(ROOT, "tests", "models", "zoo_models.py")
 # Measured on the shared machine (load 1-3) with this tree; to be rechecked as the causes are fixed.
 NOTES = {
     "efficientnet_b0": "the SE blocks' broadcast Mul on ggml's CPU backend (27%)",
-    "regnet_y_400mf": "grouped convolutions as one im2col + matmul per group: 1,578 nodes, 1,130 scheduler splits",
+    "regnet_y_400mf": "grouped convolutions are oneDNN's gemm-based kernel on NCHW (no blocked layout yet); the SE "
+                      "blocks' broadcast Mul and Add on ggml's CPU backend",
     "audio_conv_lstm": "the LSTM recurrence is a host kernel (h R^T step by step, one thread per direction)",
     "maxvit_t": "Einsum (attention's products) runs as a host kernel (24%); elementwise Add/Mul on ggml's CPU backend",
 }
