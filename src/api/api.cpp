@@ -56,6 +56,24 @@ core::WeightRules weight_rules(const std::string& base, const std::vector<std::s
     }
 }
 
+// the public DType is core's, value for value (both are onnx.TensorProto.DataType)
+#define O2G_SAME_DTYPE(pub, in) static_assert(int(DType::pub) == int(core::DType::in), "DType::" #pub);
+O2G_SAME_DTYPE(Float, F32)
+O2G_SAME_DTYPE(UInt8, U8)
+O2G_SAME_DTYPE(Int8, I8)
+O2G_SAME_DTYPE(UInt16, U16)
+O2G_SAME_DTYPE(Int16, I16)
+O2G_SAME_DTYPE(Int32, I32)
+O2G_SAME_DTYPE(Int64, I64)
+O2G_SAME_DTYPE(String, String)
+O2G_SAME_DTYPE(Bool, Bool)
+O2G_SAME_DTYPE(Float16, F16)
+O2G_SAME_DTYPE(Double, F64)
+O2G_SAME_DTYPE(UInt32, U32)
+O2G_SAME_DTYPE(UInt64, U64)
+O2G_SAME_DTYPE(BFloat16, BF16)
+#undef O2G_SAME_DTYPE
+
 size_t dtype_size(DType t) { return t == DType::String ? 0 : core::dtype_size(core::DType(int(t))); }
 const char* dtype_name(DType t) { return core::dtype_name(core::DType(int(t))); }
 const char* version() { return ONNX2GGML_VERSION " (git " ONNX2GGML_COMMIT ")"; }
