@@ -108,6 +108,7 @@ private:
     static std::string fmt(float v);
     static std::string fmt(ggml_op_pool v) { return v == GGML_OP_POOL_MAX ? "GGML_OP_POOL_MAX" : "GGML_OP_POOL_AVG"; }
     static std::string fmt(ggml_type v) { return std::string("GGML_TYPE_") + upper(ggml_type_name(v)); }
+    static std::string fmt(ggml_unary_op v) { return std::string("GGML_UNARY_OP_") + ggml_unary_op_name(v); }
     static std::string upper(std::string s);
 
     bool record_;

@@ -102,7 +102,11 @@ void register_unary(Registry& r) {
         });
     unary(
         r, "Sigmoid", [](OpCtx&, double x) { return 1.0 / (1.0 + std::exp(-x)); },
-        [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_sigmoid, x); });
+        [](Lc& c, ggml_tensor* x) {
+            return activation_in_place(c, x, [&](bool in_place) {
+                return in_place ? G(c.b, ggml_sigmoid_inplace, x) : G(c.b, ggml_sigmoid, x);
+            });
+        });
     unary(
         r, "HardSigmoid",
         [](OpCtx& c, double x) {
@@ -113,7 +117,11 @@ void register_unary(Registry& r) {
         });
     unary(
         r, "HardSwish", [](OpCtx&, double x) { return x * std::max(0.0, std::min(1.0, x / 6 + 0.5)); },
-        [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_hardswish, x); });
+        [](Lc& c, ggml_tensor* x) {
+            return activation_in_place(c, x, [&](bool in_place) {
+                return in_place ? G(c.b, ggml_unary_inplace, x, GGML_UNARY_OP_HARDSWISH) : G(c.b, ggml_hardswish, x);
+            });
+        });
     unary(
         r, "Tanh", [](OpCtx&, double x) { return std::tanh(x); },
         [](Lc& c, ggml_tensor* x) { return G(c.b, ggml_tanh, x); });
@@ -231,7 +239,8 @@ void register_unary(Registry& r) {
                 c.overwrote(c.norm_behind(0));
                 return G(c.b, ggml_silu_inplace, x);
             }
-            return G(c.b, ggml_silu, x);
+            return activation_in_place(
+                c, x, [&](bool in_place) { return in_place ? G(c.b, ggml_silu_inplace, x) : G(c.b, ggml_silu, x); });
         });
     unary(
         r, "Not", [](OpCtx&, double x) { return double(x == 0); }, custom1(o2g::logical_not),

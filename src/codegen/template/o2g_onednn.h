@@ -55,7 +55,8 @@ struct SharedKernels {
     std::map<const void*, std::vector<std::pair<dnnl::memory::desc, dnnl::memory>>> copies;  // by ggml data
 };
 
-// The post-op of an activation: {kind (0 none, 1 relu, 2 clip), lo, hi}
+// The post-op of an activation: {kind (0 none, 1 relu, 2 clip, 3 swish (SiLU), 4 hardswish, 5 logistic
+// (sigmoid)), lo, hi}
 struct Activation {
     int kind = 0;
     float lo = 0, hi = 0;
@@ -87,6 +88,7 @@ struct Context {
         int64_t r0, r1, i0, i1;  // output rows [r0, r1), computed from input rows [i0, i1)
         dnnl::convolution_forward conv;
         dnnl::memory::desc src, w, dst, scratch;  // the primitive's layouts, its scratchpad
+        bool act_fused;  // the activation is the primitive's post-op (else an eltwise pass after it)
     };
     struct Blocked {
         std::vector<Band> bands;
@@ -180,10 +182,12 @@ inline int64_t channel_block() {
 inline bool private_blocked(int64_t C) {
     return 2 * ((C + channel_block() - 1) / channel_block() * channel_block()) <= 3 * C;
 }
-inline dnnl::memory::desc private_layout(const dnnl::memory::dims& nchw) {
+inline dnnl::memory::format_tag private_tag(int64_t C) {
     using tag = dnnl::memory::format_tag;
-    tag t = !private_blocked(nchw[1]) ? tag::nhwc : channel_block() == 16 ? tag::nChw16c : tag::nChw8c;
-    return {nchw, dnnl::memory::data_type::f32, t};
+    return !private_blocked(C) ? tag::nhwc : channel_block() == 16 ? tag::nChw16c : tag::nChw8c;
+}
+inline dnnl::memory::desc private_layout(const dnnl::memory::dims& nchw) {
+    return {nchw, dnnl::memory::data_type::f32, private_tag(nchw[1])};
 }
 // A tensor in private_layout `md` at ggml's address `data`: there when the layout has the tensor's
 // size; a padded one in the context's shadow of that address instead, which every reader of the
@@ -234,12 +238,22 @@ inline bool is_conv_residual(const ggml_tensor* op) {
            r->type == GGML_TYPE_F32 && ggml_is_contiguous(r) && ggml_are_same_shape(r, conv) && ggml_is_contiguous(op);
 }
 
-// ReLU or CLAMP (ReLU6, Clip) in place on a CONV_2D output (onnx2ggml's lowering writes an
-// activation in place when the convolution's output has no other reader): run as the
-// convolution's eltwise post-op.
+// ReLU, CLAMP (ReLU6, Clip), SiLU, HardSwish or Sigmoid in place on a CONV_2D output (onnx2ggml's
+// lowering writes an activation in place when the convolution's output has no other reader): run as
+// the convolution's eltwise post-op.
+inline int unary_activation_kind(const ggml_tensor* op) {
+    if (op->op != GGML_OP_UNARY) return 0;
+    switch (ggml_get_unary_op(op)) {
+        case GGML_UNARY_OP_RELU: return 1;
+        case GGML_UNARY_OP_SILU: return 3;
+        case GGML_UNARY_OP_HARDSWISH: return 4;
+        case GGML_UNARY_OP_SIGMOID: return 5;
+        default: return 0;
+    }
+}
 inline bool is_conv_activation(const ggml_tensor* op) {
     const ggml_tensor* conv = op->view_src;
-    bool act = op->op == GGML_OP_CLAMP || (op->op == GGML_OP_UNARY && ggml_get_unary_op(op) == GGML_UNARY_OP_RELU);
+    bool act = op->op == GGML_OP_CLAMP || unary_activation_kind(op) != 0;
     return act && conv && op->src[0] && (op->src[0] == conv || op->src[0]->view_src == conv) && conv_supported(conv) &&
            op->type == GGML_TYPE_F32 && ggml_is_contiguous(op) && ggml_nelements(op) == ggml_nelements(conv);
 }
@@ -252,7 +266,20 @@ inline Activation activation_of(const ggml_tensor* op) {
         std::memcpy(&hi, reinterpret_cast<const char*>(op->op_params) + 4, 4);
         return {2, lo, hi};
     }
-    return {1, 0, 0};
+    return {unary_activation_kind(op), 0, 0};
+}
+
+// The eltwise algorithm of an activation kind > 0, with its alpha and beta (hardswish:
+// x * clamp(alpha x + beta, 0, 1) with ONNX's 1/6 and 1/2; oneDNN 3 reads them, oneDNN 2's fixed
+// x * ReLU6(x + 3) / 6 is the same function)
+inline std::tuple<dnnl::algorithm, float, float> eltwise_of(const Activation& a) {
+    switch (a.kind) {
+        case 1: return {dnnl::algorithm::eltwise_relu, 0.0f, 0.0f};
+        case 2: return {dnnl::algorithm::eltwise_clip, a.lo, a.hi};
+        case 3: return {dnnl::algorithm::eltwise_swish, 1.0f, 0.0f};
+        case 4: return {dnnl::algorithm::eltwise_hardswish, 1.0f / 6.0f, 0.5f};
+        default: return {dnnl::algorithm::eltwise_logistic, 0.0f, 0.0f};
+    }
 }
 
 // The post-ops: the residual (`sum`: added from the destination, copied there first; `add`: a
@@ -264,9 +291,10 @@ inline dnnl::primitive_attr post_ops(const Activation& a, bool sum, const dnnl::
     dnnl::post_ops po;
     if (add) po.append_binary(dnnl::algorithm::binary_add, *add);
     else if (sum) po.append_sum(1.0f);
-    if (a.kind == 0) {
-    } else if (a.kind == 1) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-    else po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, a.lo, a.hi);
+    if (a.kind != 0) {
+        auto [alg, alpha, beta] = eltwise_of(a);
+        po.append_eltwise(1.0f, alg, alpha, beta);
+    }
     attr.set_post_ops(po);
     return attr;
 }
@@ -308,7 +336,7 @@ inline void attach_scratchpads(Context& c, Context::Plan& p) {
             st.args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(dnnl::memory::desc(*md), c.eng, base);
 }
 
-// y = act(y + r) (r: the residual, may be null)
+// y = act(y + r) (r: the residual, may be null; act: none, ReLU or Clip, kind < 3)
 inline void apply_activation(const Activation& a, float* y, const float* r, int64_t n) {
 #pragma omp parallel for
     for (int64_t i = 0; i < n; ++i) {
@@ -404,18 +432,30 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
                 dnnl::memory::desc any_src =
                                        whole && in_priv && !mixed ? x_md : dnnl::memory::desc(bs, dt::f32, tag::any),
                                    any_w(w_d, dt::f32, tag::any),
-                                   any_dst = whole && out_priv ? private_layout(dst_d)
-                                                               : dnnl::memory::desc(bd, dt::f32, tag::any);
+                                   // (an input in private_layout and a plain output: the output computed in the
+                                   // input's layout, then reordered; oneDNN would pick a reference kernel for
+                                   // blocked in, any out)
+                    any_dst = whole && out_priv  ? private_layout(dst_d)
+                              : whole && in_priv ? dnnl::memory::desc(bd, dt::f32, private_tag(src_d[1]))
+                                                 : dnnl::memory::desc(bd, dt::f32, tag::any);
                 auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, any_src, any_w,
                                                                 b_md, any_dst, strides, dil, pl, pr)
                               : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, any_src, any_w,
                                                                 any_dst, strides, dil, pl, pr);
-                dnnl::convolution_forward::primitive_desc pd(
-                    d, post_ops(act, residual != nullptr, band_add ? &y_md : nullptr), c.eng);
-                if (band_add && std::strncmp(pd.impl_info_str(), "ref", 3) == 0) {  // no optimized kernel with it
-                    add = false;
-                    pd = dnnl::convolution_forward::primitive_desc(d, post_ops(act, residual != nullptr), c.eng);
+                // the post-ops an optimized kernel takes, in order of preference: the activation and the
+                // residual's binary add fused, then without the add, then (SiLU, HardSwish, Sigmoid: no
+                // depthwise kernel of oneDNN 2 takes them) without the activation, an eltwise pass after it
+                dnnl::convolution_forward::primitive_desc pd;
+                bool fused_act = true, fused_add = band_add;
+                for (int t = 0; t < 4; ++t) {
+                    fused_act = t < 2, fused_add = t % 2 == 0;
+                    if ((fused_add && !band_add) || (!fused_act && act.kind < 3)) continue;
+                    pd = dnnl::convolution_forward::primitive_desc(
+                        d, post_ops(fused_act ? act : Activation{}, residual != nullptr, fused_add ? &y_md : nullptr),
+                        c.eng);
+                    if (std::strncmp(pd.impl_info_str(), "ref", 3) != 0) break;
                 }
+                if (band_add && !fused_add) add = false;
                 return Context::Band{r0,
                                      r1,
                                      i0,
@@ -424,7 +464,8 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
                                      pd.src_desc(),
                                      pd.weights_desc(),
                                      pd.dst_desc(),
-                                     pd.scratchpad_desc()};
+                                     pd.scratchpad_desc(),
+                                     fused_act};
             };
             // 3x3 stride-1 convolutions: Winograd (oneDNN's F(4x4,3x3)/F(2x2,3x3), 3-5x faster than
             // direct on the VAE's shapes, within 1e-5 of the direct result) on maps of 14x14 pixels or
@@ -555,6 +596,15 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
             if (bias) args[DNNL_ARG_BIAS] = dnnl::memory(b_md, c.eng, bias->data);
             args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(bn.scratch, c.eng, arena + cv.s_off);
             plan.steps.push_back({bn.conv, std::move(args)});
+            if (act.kind && !bn.act_fused) {  // in place on the band's output in its layout (padding included)
+                dnnl::memory::desc flat(dims{int64_t(bn.dst.get_size() / sizeof(float))}, dt::f32, tag::a);
+                dnnl::memory yf(flat, c.eng, by.get_data_handle());
+                auto [alg, alpha, beta] = eltwise_of(act);
+                dnnl::eltwise_forward::primitive_desc pd(
+                    dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, alg, flat, alpha, beta),
+                    user_scratchpad(), c.eng);
+                plan.steps.push_back({dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, yf}, {DNNL_ARG_DST, yf}}});
+            }
             if (cv.copy_y) {
                 dnnl::memory ys = whole ? ym : rows(ym, bn.r0, bn.r1);
                 plan.steps.push_back({dnnl::reorder(dnnl::reorder::primitive_desc(by, ys, user_scratchpad())),
@@ -584,7 +634,24 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
     Context::Plan plan;
     plan.steps.push_back({it->second, std::move(args)});
     const float* r = residual ? static_cast<const float*>(residual->data) : nullptr;
-    if (act.kind || r) plan.act = act, plan.y = static_cast<float*>(out), plan.r = r, plan.n = ggml_nelements(dst);
+    if (act.kind < 3) {  // ReLU, Clip: a pass over the output with the residual's add
+        if (act.kind || r) plan.act = act, plan.y = static_cast<float*>(out), plan.r = r, plan.n = ggml_nelements(dst);
+        return plan;
+    }
+    // SiLU, HardSwish, Sigmoid: oneDNN's vectorized eltwise in place, after a binary add of the residual
+    dnnl::memory::desc flat(dims{ggml_nelements(dst)}, dt::f32, tag::a);
+    dnnl::memory yf(flat, c.eng, out);
+    if (r) {
+        dnnl::memory rf(flat, c.eng, residual->data);
+        dnnl::binary::primitive_desc pd(dnnl::binary::desc(dnnl::algorithm::binary_add, flat, flat, flat),
+                                        user_scratchpad(), c.eng);
+        plan.steps.push_back({dnnl::binary(pd), {{DNNL_ARG_SRC_0, yf}, {DNNL_ARG_SRC_1, rf}, {DNNL_ARG_DST, yf}}});
+    }
+    auto [alg, alpha, beta] = eltwise_of(act);
+    dnnl::eltwise_forward::primitive_desc pd(
+        dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, alg, flat, alpha, beta), user_scratchpad(),
+        c.eng);
+    plan.steps.push_back({dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, yf}, {DNNL_ARG_DST, yf}}});
     return plan;
 }
 
@@ -597,16 +664,42 @@ inline void conv2d(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, 
              [&] { return conv_plan(c, dst, bias, residual, act, out); });
 }
 
+// dst = f(src) on n floats with oneDNN's vectorized eltwise primitive `alg` (in place when src is dst)
+inline void run_eltwise(Context& c, dnnl::algorithm alg, float alpha, float beta, const void* src, void* dst,
+                        int64_t n) {
+    dnnl::memory::desc md(dnnl::memory::dims{n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
+    int32_t a_bits, b_bits;
+    std::memcpy(&a_bits, &alpha, 4);
+    std::memcpy(&b_bits, &beta, 4);
+    Context::Key key = {-4, int64_t(alg), n, a_bits, b_bits};
+    auto it = c.eltwises.find(key);
+    if (it == c.eltwises.end()) {
+        dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, alg, md, alpha, beta);
+        it =
+            c.eltwises
+                .emplace(key, dnnl::eltwise_forward(dnnl::eltwise_forward::primitive_desc(d, user_scratchpad(), c.eng)))
+                .first;
+    }
+    dnnl::memory s(md, c.eng, const_cast<void*>(src)), d(md, c.eng, dst);
+    execute(c, it->second, {{DNNL_ARG_SRC, s}, {DNNL_ARG_DST, d}});
+    c.strm.wait();
+}
+
 // The activation of is_conv_activation when its convolution ran alone: in place, on the
 // convolution's output where it is (NCHW, or private_layout with its padding channels).
 inline void activation(Context& c, const ggml_tensor* op) {
     const ggml_tensor* conv = op->view_src;
     dnnl::memory::dims d = {conv->ne[3], conv->ne[2], conv->ne[1], conv->ne[0]};
-    if (conv->op_params[o2g::kOutPrivate] != 1)
-        return apply_activation(activation_of(op), static_cast<float*>(op->data), nullptr, ggml_nelements(op));
-    dnnl::memory m = private_memory(c, private_layout(d), conv->data);
-    apply_activation(activation_of(op), static_cast<float*>(m.get_data_handle()), nullptr,
-                     int64_t(m.get_desc().get_size() / sizeof(float)));
+    float* y = static_cast<float*>(op->data);
+    int64_t n = ggml_nelements(op);
+    if (conv->op_params[o2g::kOutPrivate] == 1) {
+        dnnl::memory m = private_memory(c, private_layout(d), conv->data);
+        y = static_cast<float*>(m.get_data_handle()), n = int64_t(m.get_desc().get_size() / sizeof(float));
+    }
+    Activation a = activation_of(op);
+    if (a.kind < 3) return apply_activation(a, y, nullptr, n);
+    auto [alg, alpha, beta] = eltwise_of(a);
+    run_eltwise(c, alg, alpha, beta, y, y, n);
 }
 
 // The residual add of is_conv_residual when its convolution ran alone (in place; either side may
@@ -645,6 +738,52 @@ inline void channel_op(const ggml_tensor* op) {
             for (int64_t i = 0; i < hw; ++i) y[r * hw + i] *= v;
         else
             for (int64_t i = 0; i < hw; ++i) y[r * hw + i] += v;
+    }
+}
+
+// ADD, SUB, MUL or DIV (F32, dense) of src0 and a src1 holding one value per row of src0 (src1's
+// ne[0] is 1, its other dims src0's or 1): a squeeze-excitation block's per-channel scale, a
+// normalization's per-row statistics. ggml's CPU kernels take each such row as ne[0] one-element
+// operations (27% of efficientnet_b0's time in its 16 SE products); here one vectorized pass.
+inline bool is_row_broadcast(const ggml_tensor* op) {
+    const ggml_tensor* a = op->src[0];
+    const ggml_tensor* b = op->src[1];
+    bool binary = op->op == GGML_OP_ADD || op->op == GGML_OP_SUB || op->op == GGML_OP_MUL || op->op == GGML_OP_DIV;
+    if (!binary || !a || !b || op->type != GGML_TYPE_F32 || a->type != GGML_TYPE_F32 || b->type != GGML_TYPE_F32 ||
+        !ggml_is_contiguous(op) || !ggml_is_contiguous(a) || !ggml_is_contiguous(b) || !ggml_are_same_shape(op, a) ||
+        b->ne[0] != 1 || op->ne[0] == 1)
+        return false;
+    for (int d = 1; d < GGML_MAX_DIMS; ++d)
+        if (b->ne[d] != 1 && b->ne[d] != op->ne[d]) return false;
+    return true;
+}
+inline void row_broadcast(const ggml_tensor* op) {
+    const ggml_tensor* b = op->src[1];
+    const float* x = static_cast<const float*>(op->src[0]->data);
+    const float* s = static_cast<const float*>(b->data);
+    float* y = static_cast<float*>(op->data);
+    int64_t n0 = op->ne[0], n1 = op->ne[1], n2 = op->ne[2], rows = ggml_nrows(op);
+    ggml_op kind = op->op;
+#pragma omp parallel for
+    for (int64_t r = 0; r < rows; ++r) {
+        int64_t i1 = r % n1, i2 = r / n1 % n2, i3 = r / (n1 * n2);
+        float v = s[((i3 % b->ne[3]) * b->ne[2] + i2 % b->ne[2]) * b->ne[1] + i1 % b->ne[1]];
+        const float* xr = x + r * n0;
+        float* yr = y + r * n0;
+        switch (kind) {
+            case GGML_OP_ADD:
+                for (int64_t i = 0; i < n0; ++i) yr[i] = xr[i] + v;
+                break;
+            case GGML_OP_SUB:
+                for (int64_t i = 0; i < n0; ++i) yr[i] = xr[i] - v;
+                break;
+            case GGML_OP_MUL:
+                for (int64_t i = 0; i < n0; ++i) yr[i] = xr[i] * v;
+                break;
+            default:
+                for (int64_t i = 0; i < n0; ++i) yr[i] = xr[i] / v;
+                break;
+        }
     }
 }
 
@@ -961,29 +1100,10 @@ inline bool is_eltwise(const ggml_tensor* op) {
 // An elementwise op as oneDNN's vectorized eltwise primitive: is_eltwise's, and the SiLU of
 // is_norm_silu when its GROUP_NORM ran alone (swish, in place)
 inline void eltwise(Context& c, const ggml_tensor* op) {
-    ggml_unary_op u = ggml_get_unary_op(op);
-    dnnl::algorithm alg = u == GGML_UNARY_OP_SIGMOID     ? dnnl::algorithm::eltwise_logistic
-                          : u == GGML_UNARY_OP_GELU_ERF  ? dnnl::algorithm::eltwise_gelu_erf
-                          : u == GGML_UNARY_OP_HARDSWISH ? dnnl::algorithm::eltwise_hardswish
-                                                         : dnnl::algorithm::eltwise_swish;
-    // swish: x * sigmoid(alpha x), alpha 1; hardswish: x * clamp(alpha x + beta, 0, 1) with ONNX's 1/6 and 1/2
-    // (oneDNN 3 reads them; oneDNN 2's fixed x * ReLU6(x + 3) / 6 is the same function)
-    bool hs = u == GGML_UNARY_OP_HARDSWISH;
-    float alpha = hs ? 1.0f / 6.0f : 1.0f, beta = hs ? 0.5f : 0.0f;
-    dnnl::memory::desc md(dnnl::memory::dims{ggml_nelements(op)}, dnnl::memory::data_type::f32,
-                          dnnl::memory::format_tag::a);
-    Context::Key key = {-4, int64_t(alg), ggml_nelements(op)};
-    auto it = c.eltwises.find(key);
-    if (it == c.eltwises.end()) {
-        dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, alg, md, alpha, beta);
-        it =
-            c.eltwises
-                .emplace(key, dnnl::eltwise_forward(dnnl::eltwise_forward::primitive_desc(d, user_scratchpad(), c.eng)))
-                .first;
-    }
-    dnnl::memory src(md, c.eng, op->src[0]->data), dst(md, c.eng, op->data);
-    execute(c, it->second, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
-    c.strm.wait();
+    int kind = unary_activation_kind(op);
+    auto [alg, alpha, beta] =
+        kind >= 3 ? eltwise_of({kind, 0, 0}) : std::make_tuple(dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
+    run_eltwise(c, alg, alpha, beta, op->src[0]->data, op->data, ggml_nelements(op));
 }
 
 // ---- ggml backend interface ---------------------------------------------------------------
@@ -1066,11 +1186,18 @@ inline ggml_status compute_nodes(Context& c, ggml_cgraph* g) {
                 group_norm(c, n, fused[0], fused[1], act);
                 break;
             }
-            case GGML_OP_MUL: channel_op(n); break;
+            case GGML_OP_MUL: is_norm_affine(n) ? channel_op(n) : row_broadcast(n); break;
             case GGML_OP_ADD:
-                is_conv_residual(n) ? add_residual(c, n) : is_norm_affine(n) ? channel_op(n) : add_bias(c, n);
+                is_conv_residual(n) ? add_residual(c, n)
+                : is_norm_affine(n) ? channel_op(n)
+                : is_conv_bias(n)   ? add_bias(c, n)
+                                    : row_broadcast(n);
                 break;
-            case GGML_OP_UNARY: is_norm_silu(n) || is_eltwise(n) ? eltwise(c, n) : activation(c, n); break;
+            case GGML_OP_SUB:
+            case GGML_OP_DIV: row_broadcast(n); break;
+            case GGML_OP_UNARY:  // (a convolution's output may be in private_layout: activation() reads it so)
+                is_conv_activation(n) ? activation(c, n) : eltwise(c, n);
+                break;
             case GGML_OP_CLAMP: activation(c, n); break;
             case GGML_OP_MUL_MAT:
                 if (n->op_params[o2g::kGroupedConv] != 1 || !grouped_output_follows(g, i, n)) mul_mat(c, n);
@@ -1164,8 +1291,10 @@ inline bool dev_supports_op(ggml_backend_dev_t, const ggml_tensor* op) {
     switch (op->op) {
         case GGML_OP_CONV_2D:
         case GGML_OP_CONV_2D_DW: return conv_supported(op);
-        case GGML_OP_ADD: return is_conv_bias(op) || is_conv_residual(op) || is_norm_affine(op);
-        case GGML_OP_MUL: return is_norm_affine(op);
+        case GGML_OP_ADD: return is_conv_bias(op) || is_conv_residual(op) || is_norm_affine(op) || is_row_broadcast(op);
+        case GGML_OP_MUL: return is_norm_affine(op) || is_row_broadcast(op);
+        case GGML_OP_SUB:
+        case GGML_OP_DIV: return is_row_broadcast(op);
         case GGML_OP_GROUP_NORM: return norm_supported(op);
         case GGML_OP_UNARY: return is_conv_activation(op) || is_norm_silu(op) || is_eltwise(op);
         case GGML_OP_CLAMP: return is_conv_activation(op);
