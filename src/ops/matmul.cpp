@@ -252,12 +252,92 @@ Einsum parse_einsum(OpCtx& c) {
     return e;
 }
 
+// A two-operand Einsum that is a batched matrix product (each label of an input once, every label in both
+// inputs or in the output, shared labels of one size): rewritten into Transpose -> Reshape of each operand
+// ([batch, M, K] and [batch, K, N]), one MatMul, Reshape -> Transpose to the output's order, so that it
+// runs on the backend as MatMul does (the transposes are views; maxvit's attention products were a host
+// kernel). False (and nothing changed) for the other equations, which the host evaluator computes.
+bool einsum_as_matmul(OpCtx& c, const Einsum& e) {
+    if (c.nin() != 2 || c.dtype(0) != DType::F32 || c.dtype(1) != DType::F32 || (c.is_const(0) && c.is_const(1)))
+        return false;
+    const std::string &a = e.in[0], &b = e.in[1];
+    auto unique = [](const std::string& s) {
+        std::string t = s;
+        std::sort(t.begin(), t.end());
+        return std::adjacent_find(t.begin(), t.end()) == t.end();
+    };
+    if (!unique(a) || !unique(b) || !unique(e.out)) return false;
+    auto in = [](const std::string& s, char l) { return s.find(l) != std::string::npos; };
+    std::string batch, m, k, n;  // output order for batch/M/N labels, A's order for the contracted ones
+    for (char l : e.out) (in(a, l) && in(b, l) ? batch : in(a, l) ? m : n) += l;
+    for (char l : a)
+        if (in(b, l) && !in(e.out, l)) k += l;
+        else if (!in(b, l) && !in(e.out, l)) return false;  // summed over in A alone
+    for (char l : b)
+        if (!in(a, l) && !in(e.out, l)) return false;
+    for (int i = 0; i < 2; ++i)  // a shared label broadcast from size 1 is not a matrix product; no empty dims
+        for (size_t p = 0; p < e.in[i].size(); ++p)
+            if (c.shape(i)[p] != e.dim.at(e.in[i][p]) || c.shape(i)[p] == 0) return false;
+    auto size = [&](const std::string& ls) {
+        int64_t v = 1;
+        for (char l : ls) v *= e.dim.at(l);
+        return v;
+    };
+    auto perm_of = [](const std::string& from, const std::string& to) {
+        std::vector<int64_t> p;
+        for (char l : to) p.push_back(int64_t(from.find(l)));
+        return p;
+    };
+    std::vector<Node> nodes;
+    Graph& g = c.graph();
+    const std::string& name = c.node().name;
+    auto transpose = [&](int x, const std::string& from, const std::string& to, const std::string& hint) {
+        std::vector<int64_t> p = perm_of(from, to);
+        bool identity = true;
+        for (size_t i = 0; i < p.size(); ++i) identity = identity && p[i] == int64_t(i);
+        if (identity) return x;
+        int y = g.new_value(name + hint);
+        Node t = c.make_node("Transpose", {x}, {y});
+        t.attrs["perm"] = ints_attr(p);
+        nodes.push_back(std::move(t));
+        return y;
+    };
+    auto reshape = [&](int x, std::vector<int64_t> shape, const std::string& hint, int y = -1) {
+        if (y < 0) y = g.new_value(name + hint);
+        nodes.push_back(c.make_node(
+            "Reshape", {x, c.new_const(Tensor::from_i64(shape, {int64_t(shape.size())}), name + hint + "_shape")},
+            {y}));
+        return y;
+    };
+    int64_t B = size(batch), M = size(m), K = size(k), N = size(n);
+    int xa = reshape(transpose(c.node().inputs[0], a, batch + m + k, "_a_t"), {B, M, K}, "_a");
+    int xb = reshape(transpose(c.node().inputs[1], b, batch + k + n, "_b_t"), {B, K, N}, "_b");
+    int y = g.new_value(name + "_mm");
+    nodes.push_back(c.make_node("MatMul", {xa, xb}, {y}));
+    std::vector<int64_t> full;
+    for (char l : batch + m + n) full.push_back(e.dim.at(l));
+    std::vector<int64_t> p = perm_of(batch + m + n, e.out);
+    bool identity = true;
+    for (size_t i = 0; i < p.size(); ++i) identity = identity && p[i] == int64_t(i);
+    if (identity) {
+        reshape(y, full, "_y", c.node().outputs[0]);
+    } else {
+        int yr = reshape(y, full, "_y");
+        Node t = c.make_node("Transpose", {yr}, {c.node().outputs[0]});
+        t.attrs["perm"] = ints_attr(p);
+        nodes.push_back(std::move(t));
+    }
+    c.replace_with(std::move(nodes));
+    return true;
+}
+
 void register_einsum(Registry& r) {
     OpDef d;
     d.op_type = "Einsum";
     d.min_inputs = 1;
     d.infer = [](OpCtx& c) {
         Einsum e = parse_einsum(c);
+        if (einsum_as_matmul(c, e)) return;
         Shape o;
         for (char l : e.out) o.push_back(e.dim[l]);
         c.set_out(0, c.dtype(0), o);

@@ -32,7 +32,7 @@ def check(name, node, inputs, ref, inits=(), opset=18, flag="--input"):
     for k, v in inputs.items():
         np.save(os.path.join(WORK, f"{name}_{k}.npy"), v)
         args += [flag, f"{k}={os.path.join(WORK, f'{name}_{k}.npy')}"]
-    np.save(os.path.join(WORK, f"{name}_ref.npy"), np.asarray(ref))
+    np.save(os.path.join(WORK, f"{name}_ref.npy"), np.ascontiguousarray(ref))
     args += ["--expect", f"y={os.path.join(WORK, f'{name}_ref.npy')}"]
     r = subprocess.run(args, capture_output=True, text=True)
     ok = r.returncode == 0
@@ -83,6 +83,25 @@ check("gather_inner_runtime", helper.make_node("Gather", ["x", "i"], ["y"], axis
 q, k = rng.standard_normal((2, 3, 5, 8)).astype(np.float32), rng.standard_normal((2, 3, 7, 8)).astype(np.float32)
 check("einsum_attention", helper.make_node("Einsum", ["q", "k"], ["y"], equation="bhid,bhjd->bhij"), {"q": q, "k": k},
       np.einsum("bhid,bhjd->bhij", q, k), opset=17)
+# Einsum as a batched MatMul (rewritten into Transpose/Reshape/MatMul) over the equation shapes it must
+# keep straight: maxvit's rank-5 products, operands and output in other orders, several contracted or
+# free labels, an outer product, ellipsis, implicit output; then ones left to the host evaluator (a
+# label summed in one operand, a diagonal, a size-1 broadcast label)
+r5 = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+for tag, eq, shapes in [("maxvit_qk", "bghid,bghjd->bghij", [(1, 4, 2, 6, 5), (1, 4, 2, 7, 5)]),
+                        ("maxvit_av", "bghij,bghjd->bghid", [(1, 4, 2, 6, 7), (1, 4, 2, 7, 5)]),
+                        ("transposed", "kj,ji->ik", [(3, 4), (4, 5)]),
+                        ("out_order", "bij,bjk->kbi", [(2, 3, 4), (2, 4, 5)]),
+                        ("multi", "abcd,cdbe->aeb", [(2, 3, 4, 5), (4, 5, 3, 6)]),
+                        ("outer", "i,j->ji", [(4,), (5,)]),
+                        ("ellipsis", "...ij,...jk->...ik", [(2, 3, 4, 5), (2, 3, 5, 2)]),
+                        ("implicit", "ij,jk", [(3, 4), (4, 5)]),
+                        ("host_sum", "ij,jk->i", [(3, 4), (4, 5)]),
+                        ("host_diag", "ii,ij->ij", [(4, 4), (4, 3)]),
+                        ("host_bcast", "bij,bjk->bik", [(1, 3, 4), (2, 4, 5)])]:
+    ins = {f"x{i}": r5(*s) for i, s in enumerate(shapes)}
+    check("einsum_" + tag, helper.make_node("Einsum", list(ins), ["y"], equation=eq), ins, np.einsum(eq, *ins.values()),
+          opset=17)
 lstm = torch.nn.LSTM(4, 3)
 with torch.no_grad():
     seq = torch.randn(6, 2, 4)
