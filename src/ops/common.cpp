@@ -1,6 +1,8 @@
 #include "ops/common.h"
 
 #include <algorithm>
+#include <array>
+#include <limits>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -267,23 +269,6 @@ ggml_tensor* transpose_any(Lc& c, ggml_tensor* x, const Shape& s, const std::vec
             group_of[p2[j]] = int(groups.size()) - 1;
         }
     }
-    if (groups.size() > 4) {
-        // the outermost dim stays outermost: transpose each slice along it and stack the results
-        if (p2.empty() || p2[0] != 0 || s2.size() < 5)
-            c.fail_unsupported("Transpose of rank " + std::to_string(r) + " cannot be folded to 4 ggml dims");
-        Shape inner(s2.begin() + 1, s2.end());
-        std::vector<int64_t> pin;
-        for (size_t j = 1; j < p2.size(); ++j) pin.push_back(p2[j] - 1);
-        ggml_tensor* xc = c.cont(c.reshape(x, s2));
-        int64_t n = shape_numel(inner);
-        ggml_tensor* acc = nullptr;
-        for (int64_t i = 0; i < s2[0]; ++i) {
-            ggml_tensor* sl = G(c.b, ggml_view_1d, xc, n, size_t(i * n) * ggml_element_size(xc));
-            ggml_tensor* t = c.cont(transpose_any(c, sl, inner, pin));
-            acc = acc ? G(c.b, ggml_concat, acc, t, 3) : t;
-        }
-        return c.reshape(acc, out);
-    }
     // input shape of the merged groups in input order
     std::vector<int> gorder(groups.size());
     std::iota(gorder.begin(), gorder.end(), 0);
@@ -298,8 +283,53 @@ ggml_tensor* transpose_any(Lc& c, ggml_tensor* x, const Shape& s, const std::vec
     }
     std::vector<int64_t> mp;
     for (size_t g = 0; g < groups.size(); ++g) mp.push_back(pos_in[g]);  // groups are in output order
-    ggml_tensor* t = c.permute(c.reshape(x, ms), mp);
-    return c.reshape(c.cont(t), out);
+    if (mp.size() <= 4) return c.reshape(c.cont(c.permute(c.reshape(x, ms), mp)), out);
+    // Five or more dims that cannot merge into four (swin's qkv split [windows, tokens, 3, heads, d] ->
+    // [3, windows, heads, tokens, d]): cut along one dim d; each slice is a 4-D strided view of the input,
+    // permuted to the output's order, made contiguous and copied into its (strided) place in the output.
+    // d is neither the input's nor the output's innermost dim (ggml views are dense in ne[0]), the
+    // smallest such (fewest slices). Rank 6 and more: only when the outermost dim stays outermost, by
+    // contiguous slices transposed recursively.
+    ggml_tensor* xc = c.cont(c.reshape(x, {shape_numel(ms)}));
+    size_t es = ggml_element_size(xc);
+    int R = int(mp.size());
+    if ((R > 5 && mp[0] != 0) || (xc->type != GGML_TYPE_F32 && xc->type != GGML_TYPE_I32) ||
+        size_t(shape_numel(ms)) * es > size_t(std::numeric_limits<int32_t>::max()))  // ggml_set's types, offsets
+        c.fail_unsupported("Transpose of rank " + std::to_string(r) + " cannot be folded to 4 ggml dims");
+    std::vector<int64_t> st = strides_of(ms), mo;  // input strides; the output's shape and strides
+    for (int64_t v : mp) mo.push_back(ms[size_t(v)]);
+    std::vector<int64_t> ost = strides_of(mo);
+    ggml_tensor* acc = G(c.b, ggml_new_tensor_1d, xc->type, shape_numel(ms));
+    if (R > 5) {
+        Shape inner(ms.begin() + 1, ms.end());
+        std::vector<int64_t> pin;
+        for (int j = 1; j < R; ++j) pin.push_back(mp[size_t(j)] - 1);
+        int64_t n = shape_numel(inner);
+        for (int64_t i = 0; i < ms[0]; ++i) {
+            ggml_tensor* t = transpose_any(c, G(c.b, ggml_view_1d, xc, n, size_t(i * n) * es), inner, pin);
+            acc = G(c.b, ggml_set_1d_inplace, acc, c.reshape(c.cont(t), {n}), size_t(i * n) * es);
+        }
+        return c.reshape(acc, out);
+    }
+    int d = -1, jd = -1;  // the dim cut (input numbering) and its output position
+    for (int j = 0; j < 4; ++j)
+        if (mp[size_t(j)] != 4 && (d < 0 || ms[size_t(mp[size_t(j)])] < ms[size_t(d)])) d = int(mp[size_t(j)]), jd = j;
+    std::vector<int> S, O;  // the other dims in input order, and their output positions in output order
+    for (int k = 0; k < 5; ++k)
+        if (k != d) S.push_back(k);
+    for (int j = 0; j < 5; ++j)
+        if (j != jd) O.push_back(j);
+    std::vector<int64_t> perm4;  // ONNX perm from S's order to the output's
+    for (int j : O) perm4.push_back(std::find(S.begin(), S.end(), int(mp[size_t(j)])) - S.begin());
+    for (int64_t i = 0; i < ms[size_t(d)]; ++i) {
+        ggml_tensor* src = G(c.b, ggml_view_4d, xc, ms[size_t(S[3])], ms[size_t(S[2])], ms[size_t(S[1])],
+                             ms[size_t(S[0])], size_t(st[size_t(S[2])]) * es, size_t(st[size_t(S[1])]) * es,
+                             size_t(st[size_t(S[0])]) * es, size_t(i * st[size_t(d)]) * es);
+        ggml_tensor* t = c.cont(c.permute(src, perm4));
+        acc = G(c.b, ggml_set_inplace, acc, t, size_t(ost[size_t(O[2])]) * es, size_t(ost[size_t(O[1])]) * es,
+                size_t(ost[size_t(O[0])]) * es, size_t(i * ost[size_t(jd)]) * es);
+    }
+    return c.reshape(acc, out);
 }
 
 // Gathers single elements: out (shape `out`) [e] = x_flat[idx[e]] (indices known at compile time).

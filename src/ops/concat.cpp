@@ -91,7 +91,8 @@ O2G_OP_FAMILY(concat) {
             // into its slot of the output (ggml_set_inplace, offsets within ggml's int32 op params),
             // where a chain of binary concatenations copies the growing prefix again at every step
             // (densenet121: 63% of its time).
-            if (parts.empty()) return c.set(0, nullptr);  // an empty output: nothing to compute
+            if (parts.empty())
+                internal_error(c.where() + ": an empty Concat reached the lowering (empty values are constants)");
             auto ne = to_ne(c.out(0).shape);
             ggml_type type = parts[0]->type;
             bool by_slots = parts.size() > 2 && (type == GGML_TYPE_F32 || type == GGML_TYPE_I32) &&  // ggml_set's

@@ -289,7 +289,10 @@ O2G_OP_FAMILY(reshape) {
                 }
             };
             d.lower = [](Lc& c) {
-                if (c.has_out(1)) c.fail_unsupported("the mask output of Dropout is not supported on the device");
+                // (the mask of an inference Dropout is all true: exported models declare it, rarely read it; an
+                // output no node reads need not be lowered)
+                if (c.has_out(1) && (c.readers(c.node().outputs[1]) > 0 || c.graph_output(1)))
+                    c.fail_unsupported("the mask output of Dropout is not supported on the device");
                 c.set(0, c.x(0));
             };
             r.add(std::move(d));

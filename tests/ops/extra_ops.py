@@ -172,5 +172,21 @@ check("cast_float_to_string", helper.make_node("Cast", ["v"], ["y"], to=TensorPr
       np.array(["INF" if np.isposinf(x) else "-INF" if np.isneginf(x) else "NaN" if np.isnan(x) else str(x) for x in vals]), opset=13, flag="--freeze")
 d64 = np.array([0.1, 1 / 3, 2.5e-300, 1e16, 12345.678901234567])
 check("cast_double_to_string", helper.make_node("Cast", ["v"], ["y"], to=TensorProto.STRING), {"v": d64}, np.array([str(x) for x in d64]), opset=13, flag="--freeze")
+# Transposes of rank 5 and 6 whose dims cannot be merged into ggml's 4 (swin's qkv split moves all five):
+# a slice per index of the output's outermost dim; rank 6 with the outermost dim in place recursively;
+# an int64 tensor (int32 on the device)
+for tag, shape, perm, dt in [("swin_qkv", (6, 7, 3, 2, 4), (2, 0, 3, 1, 4), np.float32),
+                             ("all5", (2, 3, 4, 5, 6), (4, 2, 0, 3, 1), np.float32),
+                             ("outer6", (2, 3, 4, 5, 6, 2), (0, 5, 3, 1, 4, 2), np.float32),
+                             ("int5", (3, 2, 4, 2, 3), (1, 3, 0, 4, 2), np.int64)]:
+    xt5 = (rng.standard_normal(shape) * 100).astype(dt)
+    check("transpose_" + tag, helper.make_node("Transpose", ["x"], ["y"], perm=list(perm)), {"x": xt5},
+          np.transpose(xt5, perm), opset=17)
+# Dropout in training mode with ratio 0 (torch exports swin_t so) is the identity; its unread mask output
+# is not computed
+check("dropout_train_ratio0", [helper.make_node("Constant", [], ["ratio"], value=numpy_helper.from_array(np.array(0.0, np.float32))),
+                                helper.make_node("Constant", [], ["train"], value=numpy_helper.from_array(np.array(True))),
+                                helper.make_node("Dropout", ["x", "ratio", "train"], ["d", "mask"]),
+                                helper.make_node("Relu", ["d"], ["y"])], {"x": x}, np.maximum(x, 0), opset=17)
 print(f"{failures} failed")
 sys.exit(1 if failures else 0)
