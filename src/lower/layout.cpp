@@ -31,6 +31,18 @@ int ggml_dim(int axis, int rank) {
     return axis < merged ? -1 : rank - 1 - axis;
 }
 
+int ggml_dim_range(const Shape& s, int axis, int64_t& unit) {
+    int rank = int(s.size());
+    unit = 1;
+    int d = ggml_dim(axis, rank);
+    if (d >= 0) return d;
+    int merged = rank - 3;
+    for (int i = 0; i < axis; ++i)
+        if (s[size_t(i)] != 1) return -1;
+    for (int i = axis + 1; i < merged; ++i) unit *= s[size_t(i)];
+    return 3;
+}
+
 std::array<int, 4> ggml_permute_axes(const std::vector<int64_t>& perm) {
     int r = int(perm.size());
     if (r > 4) internal_error("ggml_permute_axes: rank > 4");

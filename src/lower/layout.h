@@ -13,6 +13,10 @@ namespace onnx2ggml::core {
 Shape canonical4(const Shape& s);              // rank <= 4 copy, leading dims merged above 4
 std::array<int64_t, 4> to_ne(const Shape& s);  // ggml ne of the canonical shape
 int ggml_dim(int axis, int rank);              // ONNX axis (normalized) -> ggml dim, -1 if merged
+// The ggml dim in which ranges of ONNX axis `axis` of shape s are ranges, and the indices of that dim one
+// index of the axis spans (`unit`): ggml_dim's with unit 1, or for a merged leading axis ne[3] when the
+// merged axes outside it have size 1 (a [3, 1, H, S, D] split along axis 0, a batch-1 concat); else -1.
+int ggml_dim_range(const Shape& s, int axis, int64_t& unit);
 // ggml_permute's argument for an ONNX Transpose perm of rank <= 4.
 std::array<int, 4> ggml_permute_axes(const std::vector<int64_t>& perm);
 // The permutation that undoes `perm` (ONNX Transpose semantics).

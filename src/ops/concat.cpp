@@ -82,7 +82,8 @@ O2G_OP_FAMILY(concat) {
         d.lower = [](Lc& c) {
             int rk = c.rank(0);
             int a = c.axis(c.ai("axis", 0), rk);
-            int gd = ggml_dim(a, rk);
+            int64_t unit;  // (the same for every input: only the axis' own size differs)
+            int gd = ggml_dim_range(c.out(0).shape, a, unit);
             if (gd < 0) c.fail_unsupported("Concat along a leading axis of a rank-" + std::to_string(rk) + " tensor");
             std::vector<ggml_tensor*> parts;
             for (int i = 0; i < c.nin(); ++i)
@@ -146,12 +147,13 @@ O2G_OP_FAMILY(concat) {
             auto sizes = split_sizes(c);
             int rk = c.rank(0);
             int a = c.axis(c.ai("axis", 0), rk);
-            int gd = ggml_dim(a, rk);
+            int64_t unit;
+            int gd = ggml_dim_range(c.shape(0), a, unit);
             if (gd < 0) c.fail_unsupported("Split along a leading axis of a rank-" + std::to_string(rk) + " tensor");
             ggml_tensor* x = c.x(0);
             int64_t off = 0;
             for (int i = 0; i < c.nout(); ++i) {
-                c.set(i, c.slice(x, gd, off, sizes[i]));
+                c.set(i, c.slice(x, gd, off * unit, sizes[i] * unit));
                 off += sizes[i];
             }
         };

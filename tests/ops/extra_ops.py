@@ -182,6 +182,17 @@ for tag, shape, perm, dt in [("swin_qkv", (6, 7, 3, 2, 4), (2, 0, 3, 1, 4), np.f
     xt5 = (rng.standard_normal(shape) * 100).astype(dt)
     check("transpose_" + tag, helper.make_node("Transpose", ["x"], ["y"], perm=list(perm)), {"x": xt5},
           np.transpose(xt5, perm), opset=17)
+# Split and Concat along a merged leading axis of a rank-5 tensor (BERT's q, k, v split after its
+# [3, 1, heads, seq, d] transpose; a batch-1 concat): ranges of ggml's ne[3]
+x5 = rng.standard_normal((3, 1, 2, 4, 5)).astype(np.float32)
+check("split_rank5_axis0", [helper.make_node("Split", ["x"], ["a", "b", "c"], axis=0),
+                            helper.make_node("Concat", ["c", "a"], ["y"], axis=0)], {"x": x5},
+      np.concatenate([x5[2:3], x5[0:1]], 0), opset=17)
+x6 = rng.standard_normal((1, 6, 2, 4, 5)).astype(np.float32)
+check("split_concat_rank5_axis1", [helper.make_node("Split", ["x", "sp"], ["a", "b"], axis=1),
+                                   helper.make_node("Concat", ["b", "a", "b"], ["y"], axis=1)],
+      {"x": x6}, np.concatenate([x6[:, 2:], x6[:, :2], x6[:, 2:]], 1), [numpy_helper.from_array(np.array([2, 4], np.int64), "sp")],
+      opset=17)
 # Dropout in training mode with ratio 0 (torch exports swin_t so) is the identity; its unread mask output
 # is not computed
 check("dropout_train_ratio0", [helper.make_node("Constant", [], ["ratio"], value=numpy_helper.from_array(np.array(0.0, np.float32))),

@@ -38,6 +38,22 @@ TEST(Layout, Rank6MergesLeadingDims) {
     EXPECT_EQ(ggml_dim(3, 6), 2);
 }
 
+TEST(Layout, RangesOfMergedAxes) {
+    int64_t unit = 0;
+    EXPECT_EQ(ggml_dim_range({2, 3, 4, 5}, 1, unit), 2);  // rank <= 4: ggml_dim's, unit 1
+    EXPECT_EQ(unit, 1);
+    EXPECT_EQ(ggml_dim_range({3, 2, 4, 5, 6}, 0, unit), 3);  // outermost: ranges of ne[3] in units of 2
+    EXPECT_EQ(unit, 2);
+    EXPECT_EQ(ggml_dim_range({1, 3, 4, 5, 6}, 1, unit), 3);  // a size-1 axis outside it
+    EXPECT_EQ(unit, 1);
+    EXPECT_EQ(ggml_dim_range({2, 3, 4, 5, 6}, 1, unit), -1);  // strided in ne[3]: not a range
+    EXPECT_EQ(ggml_dim_range({1, 1, 2, 4, 5, 6}, 2, unit), 3);
+    EXPECT_EQ(unit, 1);
+    EXPECT_EQ(ggml_dim_range({1, 2, 3, 4, 5, 6}, 1, unit), 3);
+    EXPECT_EQ(unit, 3);
+    EXPECT_EQ(ggml_dim_range({2, 3, 4, 5, 6, 7}, 3, unit), 2);
+}
+
 TEST(Layout, PermuteAxesMatchTorchPermute) {
     // ONNX perm [0,2,3,1] (NCHW -> NHWC). Input ggml dims: W=0,H=1,C=2,N=3.
     // Output ONNX [N,H,W,C] -> ggml ne [C,W,H,N]: W goes to 1, H to 2, C to 0, N to 3.
