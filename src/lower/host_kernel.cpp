@@ -1,6 +1,7 @@
 #include "lower/host_kernel.h"
 
 #include <cstring>
+#include <utility>
 
 #include "lower/lower.h"
 #include "ops/op.h"
@@ -37,9 +38,7 @@ Tensor from_storage(const void* data, ggml_type type, DType dtype, const Shape& 
 
 namespace {
 
-void run_host_kernel(ggml_tensor* dst, int ith, int /*nth*/, void* userdata) {
-    if (ith != 0) return;  // one thread computes the node
-    auto* k = static_cast<HostKernel*>(userdata);
+void compute_host_kernel(ggml_tensor* dst, HostKernel* k) {
     Graph g = k->node_graph;  // a fresh copy: the evaluator sets the outputs' values
     try {
         Node& n = g.nodes[0];
@@ -69,7 +68,67 @@ void run_host_kernel(ggml_tensor* dst, int ith, int /*nth*/, void* userdata) {
     }
 }
 
+thread_local HostTeam* current_team = nullptr;  // the team whose evaluator runs on this thread
+
+// Takes items of the team's job until none is left to take (the lock held on entry and on return).
+void take_items(HostTeam& t, std::unique_lock<std::mutex>& l) {
+    while (t.job && t.next < t.items) {
+        int64_t i = t.next++;
+        const std::function<void(int64_t)>* job = t.job;
+        l.unlock();
+        std::exception_ptr e;
+        try {
+            (*job)(i);
+        } catch (...) { e = std::current_exception(); }
+        l.lock();
+        if (e && !t.error) t.error = e;
+        if (--t.pending == 0) t.cv.notify_all();
+    }
+}
+
+void help(HostTeam& t) {
+    std::unique_lock<std::mutex> l(t.m);
+    for (;;) {
+        take_items(t, l);
+        if (t.done) break;
+        t.cv.wait(l);
+    }
+    ++t.left;
+    t.cv.notify_all();
+}
+
+void run_host_kernel(ggml_tensor* dst, int ith, int nth, void* userdata) {
+    auto* k = static_cast<HostKernel*>(userdata);
+    if (ith != 0) return help(k->team);
+    k->team.helpers = nth - 1;
+    current_team = &k->team;
+    compute_host_kernel(dst, k);
+    current_team = nullptr;
+    // every helper leaves before the next run of the node can start (ggml's barrier follows)
+    std::unique_lock<std::mutex> l(k->team.m);
+    k->team.done = true;
+    k->team.cv.notify_all();
+    k->team.cv.wait(l, [&] { return k->team.left == k->team.helpers; });
+    k->team.done = false;
+    k->team.left = 0;
+}
+
 }  // namespace
+
+void host_parallel_for(int64_t n, const std::function<void(int64_t)>& fn) {
+    HostTeam* t = current_team;
+    if (!t || t->helpers == 0 || n < 2) {
+        for (int64_t i = 0; i < n; ++i) fn(i);
+        return;
+    }
+    std::unique_lock<std::mutex> l(t->m);
+    t->job = &fn, t->items = n, t->next = 0, t->pending = n, t->error = nullptr;
+    t->cv.notify_all();
+    take_items(*t, l);
+    t->cv.wait(l, [&] { return t->pending == 0; });
+    t->job = nullptr;
+    if (t->error) std::rethrow_exception(std::exchange(t->error, nullptr));
+}
 
 void lower_on_host(LowerCtx& c, const std::string& why) {
     const Node& node = c.node();

@@ -8,6 +8,9 @@
 // generator refuses them with a clear message, since the generated program does not carry
 // onnx2ggml's evaluators.
 #pragma once
+#include <condition_variable>
+#include <exception>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -20,6 +23,20 @@ namespace onnx2ggml::core {
 class LowerCtx;
 struct OpDef;
 
+// The threads of ggml's CPU backend computing one host kernel node: thread 0 runs the evaluator; the
+// others wait in the node, blocked (not spinning at ggml's barrier against the evaluator's work), for the
+// items the evaluator shares out with host_parallel_for, until it is done.
+struct HostTeam {
+    std::mutex m;
+    std::condition_variable cv;
+    int helpers = 0;                                    // threads besides thread 0 in this run of the node
+    int left = 0;                                       // helpers that have left it
+    bool done = false;                                  // the evaluator has finished
+    const std::function<void(int64_t)>* job = nullptr;  // the current parallel_for and its items
+    int64_t items = 0, next = 0, pending = 0;
+    std::exception_ptr error;
+};
+
 struct HostKernel {
     const OpDef* def = nullptr;
     Graph node_graph;            // the node alone: node 0, its inputs (constants kept) and outputs
@@ -29,7 +46,13 @@ struct HostKernel {
     std::mutex m;
     int error_code = 0;  // first run-time error (an Error's exit code)
     std::string error;
+    HostTeam team;
 };
+
+// fn(0) ... fn(n - 1), shared with the other threads of the host kernel being computed (in any order,
+// concurrently); in a loop on the calling thread elsewhere (folding) or with one thread. Rethrows the
+// first exception of fn once all items have finished.
+void host_parallel_for(int64_t n, const std::function<void(int64_t)>& fn);
 
 // Lowers the node of `c` to host kernels, one per output. `why` says why the ggml lowering
 // does not apply; it is the message when the node cannot run on the host either.

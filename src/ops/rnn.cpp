@@ -2,36 +2,58 @@
 // initial states, peepholes, clip, the spec's activation functions). Computed by their host
 // evaluators over the static sequence length: folded when constant, else host kernels
 // (lower/host_kernel.h). The products x W^T and h R^T are float32 (the model's precision; PyTorch
-// and ONNX Runtime compute them so too), with 8 partial sums the compiler vectorizes; the input
-// products of all time steps first, in blocks of rows that share each W row in cache, then the
-// recurrence step by step. Gates, activations and states are double. At run time (X not constant) the
-// shape rule moves the input products to the backend as one MatMul + Add (infer_rnn, attribute __gx),
-// and a bidirectional node runs its two directions on two threads.
+// and ONNX Runtime compute them so too), vectorized: the input products of all time steps first, in
+// blocks of rows that share each W row in cache, then the recurrence step by step. Gates, activations and states are
+// double. At run time (X not constant) the shape rule moves the input products to the backend as one MatMul + Add
+// (infer_rnn, attribute __gx), and a bidirectional node runs its two directions on two threads.
 #include <algorithm>
 #include <cmath>
-#include <exception>
-#include <thread>
 
+#include "lower/host_kernel.h"
 #include "ops/common.h"
 
 namespace onnx2ggml::core {
 namespace {
 
 struct Act {
-    std::string name;
+    enum Kind {
+        Sigmoid,
+        Tanh,
+        Relu,
+        Affine,
+        LeakyRelu,
+        ThresholdedRelu,
+        ScaledTanh,
+        HardSigmoid,
+        Elu,
+        Softsign,
+        Softplus
+    };
+    Kind kind = Sigmoid;  // resolved once from the name (the recurrence calls it for every gate of every step)
     double alpha = 0, beta = 0;
+    // the kind of a spec activation name; false when unknown
+    static bool parse(const std::string& name, Kind& k) {
+        static const std::vector<std::string> names = {
+            "Sigmoid",    "Tanh",        "Relu", "Affine",   "LeakyRelu", "ThresholdedRelu",
+            "ScaledTanh", "HardSigmoid", "Elu",  "Softsign", "Softplus"};
+        auto it = std::find(names.begin(), names.end(), name);
+        k = Kind(it - names.begin());
+        return it != names.end();
+    }
     double operator()(double x) const {
-        if (name == "Sigmoid") return 1 / (1 + std::exp(-x));
-        if (name == "Tanh") return std::tanh(x);
-        if (name == "Relu") return std::max(0.0, x);
-        if (name == "Affine") return alpha * x + beta;
-        if (name == "LeakyRelu") return x >= 0 ? x : alpha * x;
-        if (name == "ThresholdedRelu") return x > alpha ? x : 0;
-        if (name == "ScaledTanh") return alpha * std::tanh(beta * x);
-        if (name == "HardSigmoid") return std::max(0.0, std::min(1.0, alpha * x + beta));
-        if (name == "Elu") return x >= 0 ? x : alpha * std::expm1(x);
-        if (name == "Softsign") return x / (1 + std::fabs(x));
-        return std::log1p(std::exp(x));  // Softplus
+        switch (kind) {
+            case Sigmoid: return 1 / (1 + std::exp(-x));
+            case Tanh: return std::tanh(x);
+            case Relu: return std::max(0.0, x);
+            case Affine: return alpha * x + beta;
+            case LeakyRelu: return x >= 0 ? x : alpha * x;
+            case ThresholdedRelu: return x > alpha ? x : 0;
+            case ScaledTanh: return alpha * std::tanh(beta * x);
+            case HardSigmoid: return std::max(0.0, std::min(1.0, alpha * x + beta));
+            case Elu: return x >= 0 ? x : alpha * std::expm1(x);
+            case Softsign: return x / (1 + std::fabs(x));
+            default: return std::log1p(std::exp(x));  // Softplus
+        }
     }
 };
 
@@ -167,18 +189,15 @@ void eval_rnn(OpCtx& c, Rnn::Kind kind) {
     size_t ai = 0, bi = 0;
     for (int64_t k = 0; k < r.dirs * nact; ++k) {
         Act a;
-        if (size_t(k) < names.size()) a.name = names[size_t(k)];
-        else a.name = kind == Rnn::Simple ? "Tanh" : (k % nact == 0 ? "Sigmoid" : "Tanh");
-        static const std::vector<std::string> known = {
-            "Sigmoid",    "Tanh",        "Relu", "Affine",   "LeakyRelu", "ThresholdedRelu",
-            "ScaledTanh", "HardSigmoid", "Elu",  "Softsign", "Softplus"};
-        if (std::find(known.begin(), known.end(), a.name) == known.end())
-            c.fail_unsupported("activation '" + a.name + "'");
-        bool uses_a = a.name == "Affine" || a.name == "LeakyRelu" || a.name == "ThresholdedRelu" ||
-                      a.name == "ScaledTanh" || a.name == "HardSigmoid" || a.name == "Elu";
-        bool uses_b = a.name == "Affine" || a.name == "ScaledTanh" || a.name == "HardSigmoid";
-        a.alpha = a.name == "LeakyRelu" ? 0.01 : a.name == "HardSigmoid" ? 0.2 : 1.0;
-        a.beta = a.name == "HardSigmoid" ? 0.5 : 0.0;
+        std::string name = size_t(k) < names.size()               ? names[size_t(k)]
+                           : kind == Rnn::Simple || k % nact != 0 ? "Tanh"
+                                                                  : "Sigmoid";
+        if (!Act::parse(name, a.kind)) c.fail_unsupported("activation '" + name + "'");
+        bool uses_a = a.kind == Act::Affine || a.kind == Act::LeakyRelu || a.kind == Act::ThresholdedRelu ||
+                      a.kind == Act::ScaledTanh || a.kind == Act::HardSigmoid || a.kind == Act::Elu;
+        bool uses_b = a.kind == Act::Affine || a.kind == Act::ScaledTanh || a.kind == Act::HardSigmoid;
+        a.alpha = a.kind == Act::LeakyRelu ? 0.01 : a.kind == Act::HardSigmoid ? 0.2 : 1.0;
+        a.beta = a.kind == Act::HardSigmoid ? 0.5 : 0.0;
         if (uses_a && ai < alpha.size()) a.alpha = alpha[ai++];
         if (uses_b && bi < beta.size()) a.beta = beta[bi++];
         acts.push_back(a);
@@ -263,19 +282,10 @@ void eval_rnn(OpCtx& c, Rnn::Kind kind) {
             }
         }
     };
-    if (r.dirs == 2 && S * B * G * H * H > (int64_t(1) << 20)) {  // big enough to be worth a thread
-        std::exception_ptr err;
-        std::thread second([&] {
-            try {
-                run_direction(1);
-            } catch (...) { err = std::current_exception(); }
-        });
-        run_direction(0);
-        second.join();
-        if (err) std::rethrow_exception(err);
-    } else {
+    if (r.dirs == 2 && S * B * G * H * H > (int64_t(1) << 20))  // big enough to be worth a second thread
+        host_parallel_for(2, run_direction);
+    else
         for (int64_t d = 0; d < r.dirs; ++d) run_direction(d);
-    }
     auto put = [&](int i, const std::vector<double>& v) {
         if (!c.has_out(i)) return;
         Tensor t = Tensor::zeros(c.dtype(0), c.out(i).shape);
