@@ -227,6 +227,27 @@ TEST(OneDNN, Eltwise) {
         dnn.push_back(z);
         return ggml_add(ctx, y, z);
     });
+    check([](ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn) {
+        ggml_tensor* y = ggml_relu(ctx, input(ctx, ins, 1003, 3));  // a ReLU between nodes (densenet's)
+        dnn.push_back(y);
+        return y;
+    });
+}
+
+// ADD/SUB/MUL/DIV of one value per row (squeeze-excitation scales), the values broadcast over rows, planes
+// and batches from [1, 6, 3, 1] and [1, 6, 1, 2]
+TEST(OneDNN, RowBroadcast) {
+    check([](ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn) {
+        ggml_tensor* x = input(ctx, ins, 37, 6, 3, 2);
+        ggml_tensor* s = input(ctx, ins, 1, 6, 3, 1);
+        ggml_tensor* t = ggml_exp(ctx, input(ctx, ins, 1, 6, 1, 2));  // positive: the divisor
+        ggml_tensor* a = ggml_mul(ctx, x, s);
+        ggml_tensor* b = ggml_add(ctx, a, t);
+        ggml_tensor* c = ggml_sub(ctx, b, s);
+        ggml_tensor* d = ggml_div(ctx, c, t);
+        for (ggml_tensor* n : {a, b, c, d}) dnn.push_back(n);
+        return d;
+    });
 }
 #else
 TEST(OneDNN, NotBuilt) { GTEST_SKIP() << "built without oneDNN (ONNX2GGML_ONEDNN=OFF)"; }

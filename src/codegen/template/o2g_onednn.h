@@ -1086,13 +1086,14 @@ inline void group_norm(Context& c, const ggml_tensor* dst, const ggml_tensor* ga
     c.strm.wait();
 }
 
-// SIGMOID, GELU_ERF, SILU and HARDSWISH (ggml's CPU kernels compute them element by element: 10% of CLIP's
-// time in its QuickGELU, 3% of the UNet's in its GEGLU, 52% of mobilenet_v3_small's in its HardSwish)
+// SIGMOID, GELU_ERF, SILU, HARDSWISH and RELU (ggml's CPU kernels compute them element by element: 10% of
+// CLIP's time in its QuickGELU, 3% of the UNet's in its GEGLU, 52% of mobilenet_v3_small's in its HardSwish;
+// a ReLU between oneDNN nodes, densenet's after each BatchNorm, also costs two scheduler splits on the CPU)
 inline bool is_eltwise(const ggml_tensor* op) {
     if (op->op != GGML_OP_UNARY) return false;
     ggml_unary_op u = ggml_get_unary_op(op);
     return (u == GGML_UNARY_OP_SIGMOID || u == GGML_UNARY_OP_GELU_ERF || u == GGML_UNARY_OP_SILU ||
-            u == GGML_UNARY_OP_HARDSWISH) &&
+            u == GGML_UNARY_OP_HARDSWISH || u == GGML_UNARY_OP_RELU) &&
            op->type == GGML_TYPE_F32 && op->src[0]->type == GGML_TYPE_F32 && ggml_is_contiguous(op) &&
            ggml_is_contiguous(op->src[0]);
 }
@@ -1101,8 +1102,8 @@ inline bool is_eltwise(const ggml_tensor* op) {
 // is_norm_silu when its GROUP_NORM ran alone (swish, in place)
 inline void eltwise(Context& c, const ggml_tensor* op) {
     int kind = unary_activation_kind(op);
-    auto [alg, alpha, beta] =
-        kind >= 3 ? eltwise_of({kind, 0, 0}) : std::make_tuple(dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
+    auto [alg, alpha, beta] =  // (kind 0: GELU_ERF, the one unary without a convolution post-op kind)
+        kind != 0 ? eltwise_of({kind, 0, 0}) : std::make_tuple(dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
     run_eltwise(c, alg, alpha, beta, op->src[0]->data, op->data, ggml_nelements(op));
 }
 
