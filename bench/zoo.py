@@ -32,11 +32,19 @@ ZOO = os.path.join(ROOT, "tests", "models", "zoo_models.py")
 # Why a row cannot reach 1.0x yet (one line each, from `onnx2ggml run MODEL --profile`).
 # Measured on the shared machine (load 1-3) with this tree; to be rechecked as the causes are fixed.
 NOTES = {
-    "efficientnet_b0": "the SE blocks' broadcast Mul on ggml's CPU backend (27%)",
-    "regnet_y_400mf": "grouped convolutions are oneDNN's gemm-based kernel on NCHW (no blocked layout yet); the SE "
-                      "blocks' broadcast Mul and Add on ggml's CPU backend",
-    "audio_conv_lstm": "the LSTM recurrence is a host kernel (h R^T step by step, one thread per direction)",
-    "maxvit_t": "Einsum (attention's products) runs as a host kernel (24%); elementwise Add/Mul on ggml's CPU backend",
+    "efficientnet_b0": "all on oneDNN (2 scheduler splits); the SiLU after each depthwise convolution is a pass of its own "
+                       "(oneDNN 2.6 has no optimized depthwise kernel taking a swish post-op)",
+    "regnet_y_400mf": "grouped convolutions are oneDNN's gemm-based kernel on NCHW (no blocked layout yet)",
+    "audio_conv_lstm": "the LSTM recurrence is a host kernel: h R^T step by step (1 MB of R per direction per step, one "
+                       "of ggml's threads per direction), gates and activations in double",
+    "maxvit_t": "window partition/merge copies (CONT on ggml's CPU backend, 26% of --profile) and ~290 scheduler "
+                "splits between oneDNN and the CPU backend",
+    "densenet121": "each dense layer's Concat copies every earlier feature map again (SET, 12% of --profile), and "
+                   "BatchNorm (Mul, Add) + ReLU before each convolution are passes of their own",
+    "shufflenet_v2_x1_0": "a 3 ms model of ~365 ggml nodes and 36 scheduler splits (the channel shuffle's permuted "
+                          "copies, CONT, run on ggml's CPU backend between oneDNN nodes): per-node dispatch dominates",
+    "squeezenet1_1": "all on oneDNN (2 scheduler splits); its convolutions read and write NCHW, not oneDNN's blocked "
+                     "layout, and at 3 ms the ~125 nodes' dispatch shows",
 }
 
 

@@ -249,6 +249,19 @@ TEST(OneDNN, RowBroadcast) {
         return d;
     });
 }
+// A channel Concat as onnx2ggml lowers it: a fresh tensor and each part set in place into its slot (the
+// second at an offset of three planes)
+TEST(OneDNN, SetSlots) {
+    check([](ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn) {
+        ggml_tensor* a = ggml_relu(ctx, input(ctx, ins, 13, 11, 3));
+        ggml_tensor* b = ggml_relu(ctx, input(ctx, ins, 13, 11, 5));
+        ggml_tensor* acc = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 13, 11, 8);
+        ggml_tensor* s1 = ggml_set_inplace(ctx, acc, a, acc->nb[1], acc->nb[2], acc->nb[3], 0);
+        ggml_tensor* s2 = ggml_set_inplace(ctx, s1, b, acc->nb[1], acc->nb[2], acc->nb[3], 3 * acc->nb[2]);
+        for (ggml_tensor* n : {a, b, s1, s2}) dnn.push_back(n);
+        return ggml_scale(ctx, s2, 2.0f);
+    });
+}
 #else
 TEST(OneDNN, NotBuilt) { GTEST_SKIP() << "built without oneDNN (ONNX2GGML_ONEDNN=OFF)"; }
 #endif

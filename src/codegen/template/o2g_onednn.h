@@ -787,6 +787,28 @@ inline void row_broadcast(const ggml_tensor* op) {
     }
 }
 
+// SET in place of a dense F32/I32 tensor (onnx2ggml's Concat and rank-5 Transpose copy each part into its
+// slot of the output so): parallel row copies here, so that a Concat between oneDNN nodes stays on this
+// backend (squeezenet's fire modules, densenet's dense layers: two scheduler splits each on ggml's CPU).
+inline bool is_set(const ggml_tensor* op) {
+    const ggml_tensor* b = op->src[1];
+    return op->op == GGML_OP_SET && op->op_params[4] == 1 && b && op->src[0] &&  // {nb1, nb2, nb3, offset, inplace}
+           (op->type == GGML_TYPE_F32 || op->type == GGML_TYPE_I32) && b->type == op->type && ggml_is_contiguous(b);
+}
+inline void set_rows(const ggml_tensor* op) {
+    const ggml_tensor* b = op->src[1];
+    size_t nb1 = size_t(op->op_params[0]), nb2 = size_t(op->op_params[1]), nb3 = size_t(op->op_params[2]),
+           off = size_t(op->op_params[3]);
+    size_t row = size_t(b->ne[0]) * ggml_element_size(b);
+    int64_t n1 = b->ne[1], n2 = b->ne[2], rows = ggml_nrows(b);
+    char* d = static_cast<char*>(op->data) + off;  // op->data is src0's: a view in place
+    const char* s = static_cast<const char*>(b->data);
+#pragma omp parallel for if (size_t(rows) * row > (size_t(1) << 16))
+    for (int64_t r = 0; r < rows; ++r)
+        std::memcpy(d + size_t(r % n1) * nb1 + size_t(r / n1 % n2) * nb2 + size_t(r / (n1 * n2)) * nb3,
+                    s + size_t(r) * row, row);
+}
+
 // The per-channel bias add of is_conv_bias when its convolution ran alone (in place; private_layout
 // when the convolution keeps its output so, see conv2d).
 inline void add_bias(Context& c, const ggml_tensor* op) {
@@ -1208,6 +1230,7 @@ inline ggml_status compute_nodes(Context& c, ggml_cgraph* g) {
                 break;
             case GGML_OP_CONT: grouped_conv2d(c, n); break;
             case GGML_OP_POOL_2D: pool2d(c, n); break;
+            case GGML_OP_SET: set_rows(n); break;
             default:
                 if (!is_view_op(n->op)) return GGML_STATUS_FAILED;
         }
@@ -1303,6 +1326,7 @@ inline bool dev_supports_op(ggml_backend_dev_t, const ggml_tensor* op) {
         case GGML_OP_IM2COL: return im2col_supported(op);
         case GGML_OP_CONT: return grouped_supported(op);
         case GGML_OP_POOL_2D: return pool_supported(op);
+        case GGML_OP_SET: return is_set(op);
         default: return false;
     }
 }
