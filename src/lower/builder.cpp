@@ -124,7 +124,11 @@ ggml_tensor* Builder::custom(ggml_type type, const int64_t ne[4], std::vector<gg
                              void* userdata) {
     if (record_) internal_error("a host kernel in a recorded program");
     reserve(ctx);
-    return ggml_custom_4d(ctx, type, ne[0], ne[1], ne[2], ne[3], args.data(), int(args.size()), fun, 1, userdata);
+    // every thread of the CPU backend enters (a host kernel keeps the others blocked inside, or shares work with
+    // them): with one task, a split holding only this node would run it on one thread while the other waits
+    // for OpenMP's next parallel region spinning against it
+    return ggml_custom_4d(ctx, type, ne[0], ne[1], ne[2], ne[3], args.data(), int(args.size()), fun,
+                          GGML_N_TASKS_MAX, userdata);
 }
 
 ggml_tensor* Builder::input(int index, ggml_type type, const int64_t ne[4], const std::string& onnx_name) {

@@ -209,7 +209,7 @@ TEST(OneDNN, PoolCeilPadding) {
         });
 }
 
-// SIGMOID, GELU_ERF, SILU and HARDSWISH as oneDNN's eltwise primitive
+// SIGMOID, GELU_ERF, SILU, HARDSWISH, RELU, TANH, EXP, ABS, NEG, SQR, SQRT and SCALE as oneDNN's eltwise primitive
 TEST(OneDNN, Eltwise) {
     check([](ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn) {
         ggml_tensor* x = input(ctx, ins, 1001, 3);
@@ -232,11 +232,24 @@ TEST(OneDNN, Eltwise) {
         dnn.push_back(y);
         return y;
     });
+    check([](ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn) {
+        // GPT-2's GELU written out (tanh), then EXP, ABS, NEG, SQR, SQRT and SCALE with a bias
+        ggml_tensor* x = input(ctx, ins, 1005, 3);
+        ggml_tensor* a = ggml_scale(ctx, x, 2.5f);
+        ggml_tensor* b = ggml_tanh(ctx, a);
+        ggml_tensor* e = ggml_exp(ctx, b);
+        ggml_tensor* f = ggml_neg(ctx, ggml_abs(ctx, a));
+        ggml_tensor* g = ggml_sqrt(ctx, ggml_sqr(ctx, f));
+        ggml_tensor* h = ggml_scale_bias(ctx, g, -0.5f, 0.25f);
+        for (ggml_tensor* t : {a, b, e, f, f->src[0], g, g->src[0], h}) dnn.push_back(t);
+        return ggml_add(ctx, ggml_add(ctx, e, f), h);
+    });
 }
 
 // ADD/SUB/MUL/DIV of one value per row (squeeze-excitation scales), the values broadcast over rows, planes
-// and batches from [1, 6, 3, 1] and [1, 6, 1, 2]
-TEST(OneDNN, RowBroadcast) {
+// and batches from [1, 6, 3, 1] and [1, 6, 1, 2]; then of whole rows: a bias over rows [37], a plane
+// [37, 6, 1, 2], the same shape (a residual sum), and in place
+TEST(OneDNN, Binary) {
     check([](ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn) {
         ggml_tensor* x = input(ctx, ins, 37, 6, 3, 2);
         ggml_tensor* s = input(ctx, ins, 1, 6, 3, 1);
@@ -245,8 +258,12 @@ TEST(OneDNN, RowBroadcast) {
         ggml_tensor* b = ggml_add(ctx, a, t);
         ggml_tensor* c = ggml_sub(ctx, b, s);
         ggml_tensor* d = ggml_div(ctx, c, t);
-        for (ggml_tensor* n : {a, b, c, d}) dnn.push_back(n);
-        return d;
+        ggml_tensor* e = ggml_add(ctx, d, input(ctx, ins, 37));
+        ggml_tensor* f = ggml_mul(ctx, e, input(ctx, ins, 37, 6, 1, 2));
+        ggml_tensor* g = ggml_sub(ctx, f, x);
+        ggml_tensor* h = ggml_div_inplace(ctx, g, ggml_exp(ctx, input(ctx, ins, 37, 6, 3, 2)));
+        for (ggml_tensor* n : {a, b, c, d, e, f, g, h}) dnn.push_back(n);
+        return h;
     });
 }
 // A channel Concat as onnx2ggml lowers it: a fresh tensor and each part set in place into its slot (the
@@ -260,6 +277,40 @@ TEST(OneDNN, SetSlots) {
         ggml_tensor* s2 = ggml_set_inplace(ctx, s1, b, acc->nb[1], acc->nb[2], acc->nb[3], 3 * acc->nb[2]);
         for (ggml_tensor* n : {a, b, s1, s2}) dnn.push_back(n);
         return ggml_scale(ctx, s2, 2.0f);
+    });
+}
+// Transposes made contiguous (CONT of a permuted view): rows (ne[0] stays innermost), 32x32 tiles against
+// the dim contiguous in memory (ne[0] moved to dims 1, 2 and 3; sizes not multiples of 32), an element
+// gather (a strided column whose contiguous dim has size 1), and a ggml_cont_4d that reshapes as it copies
+TEST(OneDNN, StridedCopies) {
+    check([](ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn) {
+        ggml_tensor* x = input(ctx, ins, 37, 45, 6, 2);
+        ggml_tensor* rows = ggml_cont(ctx, ggml_permute(ctx, x, 0, 2, 1, 3));
+        ggml_tensor* t1 = ggml_cont(ctx, ggml_permute(ctx, x, 1, 0, 2, 3));
+        ggml_tensor* t2 = ggml_cont(ctx, ggml_permute(ctx, x, 2, 0, 1, 3));
+        ggml_tensor* t3 = ggml_cont_4d(ctx, ggml_permute(ctx, x, 3, 1, 2, 0), 2 * 45, 6, 37, 1);
+        ggml_tensor* col = ggml_view_3d(ctx, x, 1, 45, 6, x->nb[1], x->nb[2], 5 * x->nb[0]);
+        ggml_tensor* gather = ggml_cont(ctx, ggml_permute(ctx, col, 2, 0, 1, 3));
+        ggml_tensor* sum = nullptr;
+        for (ggml_tensor* t : {rows, t1, t2, t3}) {
+            dnn.push_back(t);
+            ggml_tensor* flat = ggml_reshape_1d(ctx, t, ggml_nelements(t));
+            sum = sum ? ggml_add(ctx, ggml_scale(ctx, sum, 3.0f), flat) : flat;
+        }
+        dnn.push_back(gather);
+        return ggml_concat(ctx, sum, ggml_reshape_1d(ctx, gather, ggml_nelements(gather)), 0);
+    });
+}
+// Attention's softmax (plain; scaled with a mask broadcast over heads and batches, the mask rows more than
+// the scores', as ggml allows) and LayerNorm's normalization (ggml_norm) over rows
+TEST(OneDNN, SoftmaxNorm) {
+    check([](ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn) {
+        ggml_tensor* x = input(ctx, ins, 77, 50, 4, 2);
+        ggml_tensor* a = ggml_soft_max(ctx, x);
+        ggml_tensor* b = ggml_soft_max_ext(ctx, x, input(ctx, ins, 77, 53, 2, 1), 0.125f, 0.0f);
+        ggml_tensor* n = ggml_norm(ctx, ggml_add(ctx, x, ggml_scale(ctx, input(ctx, ins, 77, 50, 4, 2), 5.0f)), 1e-5f);
+        for (ggml_tensor* t : {a, b, n}) dnn.push_back(t);
+        return ggml_add(ctx, ggml_add(ctx, ggml_scale(ctx, a, 10.0f), ggml_scale(ctx, b, 7.0f)), n);
     });
 }
 #else

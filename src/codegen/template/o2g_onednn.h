@@ -1,6 +1,7 @@
 // onnx2ggml's oneDNN backend for ggml: the fast CPU path for convolutions, matrix products,
-// pooling, GroupNorm and the elementwise ops ggml computes element by element (see dev_supports_op;
-// docs/architecture.md tells which and why).
+// pooling, GroupNorm, and the light ops between them (broadcast arithmetic, elementwise functions,
+// softmax, LayerNorm's normalization, strided copies, Concat's slots) so that a model's graph stays one
+// scheduler split (see dev_supports_op; docs/architecture.md tells which and why).
 //
 // Modelled on ggml's own BLAS backend: a ggml backend over host memory (it shares the CPU
 // buffer type, so no tensor is ever copied between it and the CPU backend) that declares in
@@ -80,6 +81,8 @@ struct Context {
     std::map<Key, Pool> pools;
     std::map<Key, dnnl::binary> norms;  // GroupNorm's normalize + affine (+ SiLU) pass
     std::map<Key, dnnl::eltwise_forward> eltwises;
+    std::map<Key, dnnl::softmax_forward> softmaxes;
+    std::map<Key, dnnl::layer_normalization_forward> layer_norms;
     // Convolutions in the layouts oneDNN picks (blocked: also depthwise ones, whose NCHW kernel is a
     // slow reference path), activations reordered in and out unless already there, the kernel once.
     // One primitive per band of output rows: the whole map, or (Winograd on large maps, whose
@@ -152,6 +155,8 @@ struct Context {
             pools.clear();
             norms.clear();
             eltwises.clear();
+            softmaxes.clear();
+            layer_norms.clear();
             blocked.clear();
             plans.clear();
         }
@@ -741,49 +746,51 @@ inline void channel_op(const ggml_tensor* op) {
     }
 }
 
-// ADD, SUB, MUL or DIV (F32, dense) of src0 and a src1 holding one value per row of src0 (src1's
-// ne[0] is 1, its other dims src0's or 1): a squeeze-excitation block's per-channel scale, a
-// normalization's per-row statistics. ggml's CPU kernels take each such row as ne[0] one-element
-// operations (27% of efficientnet_b0's time in its 16 SE products); here one vectorized pass.
-inline bool is_row_broadcast(const ggml_tensor* op) {
+// ADD, SUB, MUL or DIV (F32, dense) of src0 and a src1 that repeats into it (each of src1's dims src0's or 1,
+// ggml's broadcast): residual sums, a bias over rows, per-row statistics, a squeeze-excitation block's
+// per-channel scale (src1's ne[0] 1: ggml's CPU kernels take each such row as ne[0] one-element operations,
+// 27% of efficientnet_b0's time in its 16 SE products), attention's position biases. On this backend so that
+// an elementwise step between oneDNN nodes does not split the graph between backends (a split costs more
+// than a small operation); the same float operation per element as ggml's, so the values are identical.
+inline bool is_binary(const ggml_tensor* op) {
     const ggml_tensor* a = op->src[0];
     const ggml_tensor* b = op->src[1];
     bool binary = op->op == GGML_OP_ADD || op->op == GGML_OP_SUB || op->op == GGML_OP_MUL || op->op == GGML_OP_DIV;
     if (!binary || !a || !b || op->type != GGML_TYPE_F32 || a->type != GGML_TYPE_F32 || b->type != GGML_TYPE_F32 ||
-        !ggml_is_contiguous(op) || !ggml_is_contiguous(a) || !ggml_is_contiguous(b) || !ggml_are_same_shape(op, a) ||
-        b->ne[0] != 1 || op->ne[0] == 1)
+        !ggml_is_contiguous(op) || !ggml_is_contiguous(a) || !ggml_is_contiguous(b) || !ggml_are_same_shape(op, a))
         return false;
-    for (int d = 1; d < GGML_MAX_DIMS; ++d)
+    for (int d = 0; d < GGML_MAX_DIMS; ++d)
         if (b->ne[d] != 1 && b->ne[d] != op->ne[d]) return false;
     return true;
 }
-inline void row_broadcast(const ggml_tensor* op) {
+template <class F>
+inline void binary_rows(const ggml_tensor* op, F f) {
     const ggml_tensor* b = op->src[1];
     const float* x = static_cast<const float*>(op->src[0]->data);
     const float* s = static_cast<const float*>(b->data);
     float* y = static_cast<float*>(op->data);
     int64_t n0 = op->ne[0], n1 = op->ne[1], n2 = op->ne[2], rows = ggml_nrows(op);
-    ggml_op kind = op->op;
-#pragma omp parallel for
+    bool scalar = b->ne[0] == 1;
+#pragma omp parallel for if (size_t(rows * n0) > (size_t(1) << 14))
     for (int64_t r = 0; r < rows; ++r) {
         int64_t i1 = r % n1, i2 = r / n1 % n2, i3 = r / (n1 * n2);
-        float v = s[((i3 % b->ne[3]) * b->ne[2] + i2 % b->ne[2]) * b->ne[1] + i1 % b->ne[1]];
+        const float* br = s + (((i3 % b->ne[3]) * b->ne[2] + i2 % b->ne[2]) * b->ne[1] + i1 % b->ne[1]) * b->ne[0];
         const float* xr = x + r * n0;
         float* yr = y + r * n0;
-        switch (kind) {
-            case GGML_OP_ADD:
-                for (int64_t i = 0; i < n0; ++i) yr[i] = xr[i] + v;
-                break;
-            case GGML_OP_SUB:
-                for (int64_t i = 0; i < n0; ++i) yr[i] = xr[i] - v;
-                break;
-            case GGML_OP_MUL:
-                for (int64_t i = 0; i < n0; ++i) yr[i] = xr[i] * v;
-                break;
-            default:
-                for (int64_t i = 0; i < n0; ++i) yr[i] = xr[i] / v;
-                break;
+        if (scalar) {
+            float v = br[0];
+            for (int64_t i = 0; i < n0; ++i) yr[i] = f(xr[i], v);
+        } else {
+            for (int64_t i = 0; i < n0; ++i) yr[i] = f(xr[i], br[i]);
         }
+    }
+}
+inline void binary(const ggml_tensor* op) {
+    switch (op->op) {
+        case GGML_OP_ADD: binary_rows(op, [](float u, float v) { return u + v; }); break;
+        case GGML_OP_SUB: binary_rows(op, [](float u, float v) { return u - v; }); break;
+        case GGML_OP_MUL: binary_rows(op, [](float u, float v) { return u * v; }); break;
+        default: binary_rows(op, [](float u, float v) { return u / v; }); break;
     }
 }
 
@@ -859,6 +866,133 @@ inline void mul_mat(Context& c, ggml_tensor* dst) {
                  .first;
     dnnl::memory sm(src_md, c.eng, b->data), wm(w_md, c.eng, a->data), dm(dst_md, c.eng, dst->data);
     execute(c, it->second, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dm}});
+    c.strm.wait();
+}
+
+// CONT of a strided view of a 4-byte type (a Transpose made contiguous: shufflenet's channel shuffle,
+// maxvit's window partition and merge), in the view's logical order: row copies when its rows are
+// contiguous, else 32x32 tiles between its innermost dim and the dim that is contiguous in memory (ggml's
+// CPU copy gathers element by element), so that such a copy between oneDNN nodes does not split the graph.
+inline bool is_copy(const ggml_tensor* op) {
+    const ggml_tensor* s = op->src[0];
+    return op->op == GGML_OP_CONT && op->op_params[o2g::kGroupedConv] == 0 && s && !op->src[1] &&
+           s->type == op->type && (op->type == GGML_TYPE_F32 || op->type == GGML_TYPE_I32) && ggml_is_contiguous(op);
+}
+inline void copy_strided(const ggml_tensor* op) {
+    const ggml_tensor* s = op->src[0];
+    const int64_t* ne = s->ne;
+    int64_t st[4], dt[4] = {1, ne[0], ne[0] * ne[1], ne[0] * ne[1] * ne[2]};  // strides in elements
+    for (int d = 0; d < 4; ++d) st[d] = int64_t(s->nb[d] / sizeof(uint32_t));
+    const uint32_t* src = static_cast<const uint32_t*>(s->data);
+    uint32_t* dst = static_cast<uint32_t*>(op->data);
+    const bool big = ggml_nbytes(op) > (size_t(1) << 16);
+    int k = 0;  // the dim contiguous in memory, when not the innermost
+    for (int d = 1; d < 4 && st[0] != 1; ++d)
+        if (st[d] == 1 && ne[d] > 1) k = d;
+    if (k == 0 || ne[0] == 1) {  // rows: contiguous (memcpy) or gathered
+        int64_t rows = ne[1] * ne[2] * ne[3];
+#pragma omp parallel for if (big)
+        for (int64_t r = 0; r < rows; ++r) {
+            int64_t i1 = r % ne[1], i2 = r / ne[1] % ne[2], i3 = r / (ne[1] * ne[2]);
+            const uint32_t* a = src + i1 * st[1] + i2 * st[2] + i3 * st[3];
+            uint32_t* b = dst + r * ne[0];
+            if (st[0] == 1)
+                std::memcpy(b, a, size_t(ne[0]) * sizeof(uint32_t));
+            else
+                for (int64_t i = 0; i < ne[0]; ++i) b[i] = a[i * st[0]];
+        }
+        return;
+    }
+    constexpr int64_t T = 32;
+    int p = k == 1 ? 2 : 1, q = k == 3 ? 2 : 3;  // the two other dims
+    int64_t t0 = (ne[0] + T - 1) / T, tk = (ne[k] + T - 1) / T, n = ne[p] * ne[q] * t0 * tk;
+#pragma omp parallel for if (big)
+    for (int64_t t = 0; t < n; ++t) {
+        int64_t a0 = t % t0 * T, ak = t / t0 % tk * T, ip = t / (t0 * tk) % ne[p], iq = t / (t0 * tk * ne[p]);
+        const uint32_t* a = src + ip * st[p] + iq * st[q];
+        uint32_t* b = dst + ip * dt[p] + iq * dt[q];
+        int64_t e0 = std::min(a0 + T, ne[0]), ek = std::min(ak + T, ne[k]);
+        for (int64_t i0 = a0; i0 < e0; ++i0)
+            for (int64_t ik = ak; ik < ek; ++ik) b[i0 + ik * dt[k]] = a[i0 * st[0] + ik];
+    }
+}
+
+// ---- rows: softmax and normalization --------------------------------------------------------
+// SOFT_MAX over rows (ggml_soft_max, and ggml_soft_max_ext's x * scale + an F32 mask broadcast over planes
+// and batches; no ALiBi, no sinks) and NORM (ggml_norm: (x - mean) / sqrt(var + eps) per row, no affine) as
+// oneDNN's softmax and layer normalization primitives, so that attention and LayerNorm between oneDNN matrix
+// products do not split the graph between backends.
+inline bool softmax_supported(const ggml_tensor* op) {
+    const ggml_tensor* x = op->src[0];
+    const ggml_tensor* m = op->src[1];
+    float max_bias;
+    std::memcpy(&max_bias, op->op_params + 1, sizeof(float));
+    return op->type == GGML_TYPE_F32 && x->type == GGML_TYPE_F32 && ggml_is_contiguous(op) &&
+           ggml_is_contiguous(x) && max_bias == 0.0f && !op->src[2] &&
+           (!m || (m->type == GGML_TYPE_F32 && m->nb[0] == sizeof(float) && m->ne[0] == x->ne[0] &&
+                   m->ne[1] >= x->ne[1] && x->ne[2] % m->ne[2] == 0 && x->ne[3] % m->ne[3] == 0));
+}
+inline bool norm_rows_supported(const ggml_tensor* op) {
+    return op->type == GGML_TYPE_F32 && op->src[0]->type == GGML_TYPE_F32 && ggml_is_contiguous(op) &&
+           ggml_is_contiguous(op->src[0]);
+}
+// the primitive for `rows` rows of n floats (format ab), made once per shape
+template <class P, class Make>
+inline P& row_primitive(std::map<Context::Key, P>& cache, Context::Key key, Make make) {
+    auto it = cache.find(key);
+    if (it == cache.end()) it = cache.emplace(std::move(key), make()).first;
+    return it->second;
+}
+inline void softmax_rows(Context& c, const ggml_tensor* op) {
+    const ggml_tensor* x = op->src[0];
+    const ggml_tensor* m = op->src[1];
+    float scale;
+    std::memcpy(&scale, op->op_params, sizeof(float));
+    int64_t n0 = x->ne[0], rows = ggml_nrows(x);
+    const void* src = x->data;
+    if (m || scale != 1.0f) {  // dst = x * scale + mask first, then the softmax in place
+        const float* xs = static_cast<const float*>(x->data);
+        float* y = static_cast<float*>(op->data);
+        int64_t n1 = x->ne[1], n2 = x->ne[2];
+#pragma omp parallel for if (size_t(rows * n0) > (size_t(1) << 14))
+        for (int64_t r = 0; r < rows; ++r) {
+            int64_t i1 = r % n1, i2 = r / n1 % n2, i3 = r / (n1 * n2);
+            const float* xr = xs + r * n0;
+            float* yr = y + r * n0;
+            if (m) {
+                const float* mr = reinterpret_cast<const float*>(static_cast<const char*>(m->data) + i1 * m->nb[1] +
+                                                                 i2 % m->ne[2] * m->nb[2] + i3 % m->ne[3] * m->nb[3]);
+                for (int64_t i = 0; i < n0; ++i) yr[i] = xr[i] * scale + mr[i];
+            } else {
+                for (int64_t i = 0; i < n0; ++i) yr[i] = xr[i] * scale;
+            }
+        }
+        src = op->data;
+    }
+    dnnl::memory::desc md(dnnl::memory::dims{rows, n0}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::ab);
+    auto& p = row_primitive(c.softmaxes, {-6, rows, n0}, [&] {
+        dnnl::softmax_forward::desc d(dnnl::prop_kind::forward_inference, md, 1);
+        return dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(d, user_scratchpad(), c.eng));
+    });
+    execute(c, p, {{DNNL_ARG_SRC, dnnl::memory(md, c.eng, const_cast<void*>(src))},
+                   {DNNL_ARG_DST, dnnl::memory(md, c.eng, op->data)}});
+    c.strm.wait();
+}
+inline void norm_rows(Context& c, const ggml_tensor* op) {
+    float eps;
+    std::memcpy(&eps, op->op_params, sizeof(float));
+    int64_t n0 = op->ne[0], rows = ggml_nrows(op);
+    int32_t eps_bits;
+    std::memcpy(&eps_bits, &eps, 4);
+    dnnl::memory::desc md(dnnl::memory::dims{rows, n0}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::ab);
+    auto& p = row_primitive(c.layer_norms, {-7, rows, n0, eps_bits}, [&] {
+        dnnl::layer_normalization_forward::desc d(dnnl::prop_kind::forward_inference, md, eps,
+                                                  dnnl::normalization_flags::none);
+        return dnnl::layer_normalization_forward(
+            dnnl::layer_normalization_forward::primitive_desc(d, user_scratchpad(), c.eng));
+    });
+    execute(c, p, {{DNNL_ARG_SRC, dnnl::memory(md, c.eng, op->src[0]->data)},
+                   {DNNL_ARG_DST, dnnl::memory(md, c.eng, op->data)}});
     c.strm.wait();
 }
 
@@ -1108,24 +1242,49 @@ inline void group_norm(Context& c, const ggml_tensor* dst, const ggml_tensor* ga
     c.strm.wait();
 }
 
-// SIGMOID, GELU_ERF, SILU, HARDSWISH and RELU (ggml's CPU kernels compute them element by element: 10% of
-// CLIP's time in its QuickGELU, 3% of the UNet's in its GEGLU, 52% of mobilenet_v3_small's in its HardSwish;
-// a ReLU between oneDNN nodes, densenet's after each BatchNorm, also costs two scheduler splits on the CPU)
-inline bool is_eltwise(const ggml_tensor* op) {
+// Elementwise ops as oneDNN's vectorized eltwise primitive: SIGMOID, GELU_ERF, SILU, HARDSWISH, RELU, TANH, EXP,
+// ABS, NEG, SQR, SQRT and SCALE (x * s + b). ggml's CPU kernels compute the transcendental ones element by
+// element (10% of CLIP's time in its QuickGELU, 3% of the UNet's in its GEGLU, 52% of mobilenet_v3_small's in
+// its HardSwish, 36% of GPT-2's in its tanh GELU); and any of them between oneDNN nodes (densenet's ReLU after
+// each BatchNorm, the steps of a GELU written out) would cost two scheduler splits on the CPU backend.
+using EltwiseAlg = std::tuple<dnnl::algorithm, float, float>;
+inline bool eltwise_alg(const ggml_tensor* op, EltwiseAlg* e) {
+    using alg = dnnl::algorithm;
+    if (op->op == GGML_OP_SCALE) {
+        float sb[2];
+        std::memcpy(sb, op->op_params, sizeof(sb));
+        *e = {alg::eltwise_linear, sb[0], sb[1]};
+        return true;
+    }
+    if (op->op == GGML_OP_SQR || op->op == GGML_OP_SQRT) {
+        *e = {op->op == GGML_OP_SQR ? alg::eltwise_square : alg::eltwise_sqrt, 0.0f, 0.0f};
+        return true;
+    }
     if (op->op != GGML_OP_UNARY) return false;
-    ggml_unary_op u = ggml_get_unary_op(op);
-    return (u == GGML_UNARY_OP_SIGMOID || u == GGML_UNARY_OP_GELU_ERF || u == GGML_UNARY_OP_SILU ||
-            u == GGML_UNARY_OP_HARDSWISH || u == GGML_UNARY_OP_RELU) &&
-           op->type == GGML_TYPE_F32 && op->src[0]->type == GGML_TYPE_F32 && ggml_is_contiguous(op) &&
-           ggml_is_contiguous(op->src[0]);
+    switch (ggml_get_unary_op(op)) {
+        case GGML_UNARY_OP_RELU: *e = {alg::eltwise_relu, 0.0f, 0.0f}; return true;
+        case GGML_UNARY_OP_SIGMOID: *e = {alg::eltwise_logistic, 0.0f, 0.0f}; return true;
+        case GGML_UNARY_OP_SILU: *e = {alg::eltwise_swish, 1.0f, 0.0f}; return true;
+        case GGML_UNARY_OP_HARDSWISH: *e = {alg::eltwise_hardswish, 1.0f / 6.0f, 0.5f}; return true;
+        case GGML_UNARY_OP_GELU_ERF: *e = {alg::eltwise_gelu_erf, 0.0f, 0.0f}; return true;
+        case GGML_UNARY_OP_TANH: *e = {alg::eltwise_tanh, 0.0f, 0.0f}; return true;
+        case GGML_UNARY_OP_EXP: *e = {alg::eltwise_exp, 0.0f, 0.0f}; return true;
+        case GGML_UNARY_OP_ABS: *e = {alg::eltwise_abs, 0.0f, 0.0f}; return true;
+        case GGML_UNARY_OP_NEG: *e = {alg::eltwise_linear, -1.0f, 0.0f}; return true;
+        default: return false;
+    }
+}
+inline bool is_eltwise(const ggml_tensor* op) {
+    EltwiseAlg e;
+    return eltwise_alg(op, &e) && op->type == GGML_TYPE_F32 && op->src[0]->type == GGML_TYPE_F32 &&
+           ggml_is_contiguous(op) && ggml_is_contiguous(op->src[0]) && ggml_nelements(op) == ggml_nelements(op->src[0]);
 }
 
-// An elementwise op as oneDNN's vectorized eltwise primitive: is_eltwise's, and the SiLU of
-// is_norm_silu when its GROUP_NORM ran alone (swish, in place)
+// is_eltwise's op, and the SiLU of is_norm_silu when its GROUP_NORM ran alone (swish, in place)
 inline void eltwise(Context& c, const ggml_tensor* op) {
-    int kind = unary_activation_kind(op);
-    auto [alg, alpha, beta] =  // (kind 0: GELU_ERF, the one unary without a convolution post-op kind)
-        kind != 0 ? eltwise_of({kind, 0, 0}) : std::make_tuple(dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
+    EltwiseAlg e;
+    eltwise_alg(op, &e);
+    auto [alg, alpha, beta] = e;
     run_eltwise(c, alg, alpha, beta, op->src[0]->data, op->data, ggml_nelements(op));
 }
 
@@ -1209,26 +1368,31 @@ inline ggml_status compute_nodes(Context& c, ggml_cgraph* g) {
                 group_norm(c, n, fused[0], fused[1], act);
                 break;
             }
-            case GGML_OP_MUL: is_norm_affine(n) ? channel_op(n) : row_broadcast(n); break;
+            case GGML_OP_MUL: is_norm_affine(n) ? channel_op(n) : binary(n); break;
             case GGML_OP_ADD:
                 is_conv_residual(n) ? add_residual(c, n)
                 : is_norm_affine(n) ? channel_op(n)
                 : is_conv_bias(n)   ? add_bias(c, n)
-                                    : row_broadcast(n);
+                                    : binary(n);
                 break;
             case GGML_OP_SUB:
-            case GGML_OP_DIV: row_broadcast(n); break;
+            case GGML_OP_DIV: binary(n); break;
             case GGML_OP_UNARY:  // (a convolution's output may be in private_layout: activation() reads it so)
                 is_conv_activation(n) ? activation(c, n) : eltwise(c, n);
                 break;
             case GGML_OP_CLAMP: activation(c, n); break;
+            case GGML_OP_SCALE:
+            case GGML_OP_SQR:
+            case GGML_OP_SQRT: eltwise(c, n); break;
             case GGML_OP_MUL_MAT:
                 if (n->op_params[o2g::kGroupedConv] != 1 || !grouped_output_follows(g, i, n)) mul_mat(c, n);
                 break;
             case GGML_OP_IM2COL:
                 if (!grouped_output_follows(g, i, n)) im2col(n);
                 break;
-            case GGML_OP_CONT: grouped_conv2d(c, n); break;
+            case GGML_OP_CONT: is_copy(n) ? copy_strided(n) : grouped_conv2d(c, n); break;
+            case GGML_OP_SOFT_MAX: softmax_rows(c, n); break;
+            case GGML_OP_NORM: norm_rows(c, n); break;
             case GGML_OP_POOL_2D: pool2d(c, n); break;
             case GGML_OP_SET: set_rows(n); break;
             default:
@@ -1296,7 +1460,7 @@ inline ggml_backend_t init(ggml_backend_dev_t dev, const char*) {
 }
 
 inline const char* dev_name(ggml_backend_dev_t) { return "oneDNN"; }
-inline const char* dev_description(ggml_backend_dev_t) { return "oneDNN CPU convolutions and matmuls (onnx2ggml)"; }
+inline const char* dev_description(ggml_backend_dev_t) { return "oneDNN CPU convolutions, matmuls and the ops between them (onnx2ggml)"; }
 inline void dev_memory(ggml_backend_dev_t, size_t* free, size_t* total) { *free = *total = 0; }
 inline enum ggml_backend_dev_type dev_type(ggml_backend_dev_t) { return GGML_BACKEND_DEVICE_TYPE_ACCEL; }
 inline void dev_props(ggml_backend_dev_t d, ggml_backend_dev_props* p) {
@@ -1315,16 +1479,21 @@ inline bool dev_supports_op(ggml_backend_dev_t, const ggml_tensor* op) {
     switch (op->op) {
         case GGML_OP_CONV_2D:
         case GGML_OP_CONV_2D_DW: return conv_supported(op);
-        case GGML_OP_ADD: return is_conv_bias(op) || is_conv_residual(op) || is_norm_affine(op) || is_row_broadcast(op);
-        case GGML_OP_MUL: return is_norm_affine(op) || is_row_broadcast(op);
+        case GGML_OP_ADD: return is_conv_bias(op) || is_conv_residual(op) || is_norm_affine(op) || is_binary(op);
+        case GGML_OP_MUL: return is_norm_affine(op) || is_binary(op);
         case GGML_OP_SUB:
-        case GGML_OP_DIV: return is_row_broadcast(op);
+        case GGML_OP_DIV: return is_binary(op);
         case GGML_OP_GROUP_NORM: return norm_supported(op);
         case GGML_OP_UNARY: return is_conv_activation(op) || is_norm_silu(op) || is_eltwise(op);
         case GGML_OP_CLAMP: return is_conv_activation(op);
+        case GGML_OP_SCALE:
+        case GGML_OP_SQR:
+        case GGML_OP_SQRT: return is_eltwise(op);
         case GGML_OP_MUL_MAT: return mul_mat_supported(op);
         case GGML_OP_IM2COL: return im2col_supported(op);
-        case GGML_OP_CONT: return grouped_supported(op);
+        case GGML_OP_CONT: return grouped_supported(op) || is_copy(op);
+        case GGML_OP_SOFT_MAX: return softmax_supported(op);
+        case GGML_OP_NORM: return norm_rows_supported(op);
         case GGML_OP_POOL_2D: return pool_supported(op);
         case GGML_OP_SET: return is_set(op);
         default: return false;
