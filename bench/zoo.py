@@ -37,12 +37,10 @@ NOTES = {
     "regnet_y_400mf": "grouped convolutions are oneDNN's gemm-based kernel on NCHW (no blocked layout yet)",
     "audio_conv_lstm": "the LSTM recurrence is a host kernel: h R^T step by step (1 MB of R per direction per step, one "
                        "of ggml's threads per direction), gates and activations in double",
-    "maxvit_t": "window partition/merge copies (CONT on ggml's CPU backend, 26% of --profile) and ~290 scheduler "
-                "splits between oneDNN and the CPU backend",
     "densenet121": "each dense layer's Concat copies every earlier feature map again (SET, 12% of --profile), and "
                    "BatchNorm (Mul, Add) + ReLU before each convolution are passes of their own",
-    "shufflenet_v2_x1_0": "a 3 ms model of ~365 ggml nodes and 36 scheduler splits (the channel shuffle's permuted "
-                          "copies, CONT, run on ggml's CPU backend between oneDNN nodes): per-node dispatch dominates",
+    "shufflenet_v2_x1_0": "all on oneDNN (3 scheduler splits) but ~365 ggml nodes for a 3 ms model; its 19 depthwise "
+                          "convolutions (no activation after them) take 40% of --profile",
     "squeezenet1_1": "all on oneDNN (2 scheduler splits); its convolutions read and write NCHW, not oneDNN's blocked "
                      "layout, and at 3 ms the ~125 nodes' dispatch shows",
 }
