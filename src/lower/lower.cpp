@@ -100,19 +100,39 @@ ggml_tensor* LowerCtx::fused_behind(int i, Fused kind) {
     return it != st_.fused_value.end() && it->second == node().inputs[size_t(i)] && whole ? s : nullptr;
 }
 
+std::vector<ggml_tensor*> LowerCtx::private_producers(int i) {
+    if (b.keep_values || !has(i)) return {};  // (keep_values: every value stays readable in its plain layout)
+    if (ggml_tensor* conv = fused_behind(i, Fused::Private))
+        if (conv->src[0]->type == GGML_TYPE_F32 && (!conv->src[1] || conv->src[1]->type == GGML_TYPE_F32))
+            return {conv};  // (else not oneDNN's)
+    auto it = st_.private_concat.find(st_.vmap[size_t(node().inputs[size_t(i)])]);
+    return it != st_.private_concat.end() ? it->second : std::vector<ggml_tensor*>{};
+}
+
 void LowerCtx::reads_private(int i, ggml_tensor* reader) {
-    if (b.keep_values) return;  // every value stays readable in its plain layout
-    ggml_tensor* conv = fused_behind(i, Fused::Private);
-    if (!conv || conv->src[0]->type != GGML_TYPE_F32 || (conv->src[1] && conv->src[1]->type != GGML_TYPE_F32))
-        return;  // oneDNN's
+    std::vector<ggml_tensor*> producers = private_producers(i);
+    if (producers.empty()) return;
     int v = node().inputs[size_t(i)];
     auto& rs = st_.private_readers[v];
     rs.push_back(reader);
     // every reader can, and a convolution reads it or the producer reads its own input so (a residual
     // sum alone gains nothing from it otherwise: its convolution reorders the residual either way)
     bool conv_reads = std::any_of(rs.begin(), rs.end(), [](const ggml_tensor* r) { return r->op != GGML_OP_ADD; });
-    if (int(rs.size()) == readers(v) && (conv_reads || conv->op_params[o2g::kInPrivate] == 1))
-        for (ggml_tensor* r : rs) G(b, o2g::conv_chain, conv, r);
+    bool chained = producers.size() == 1 && producers[0]->op_params[o2g::kInPrivate] == 1;
+    if (int(rs.size()) == readers(v) && (conv_reads || chained))
+        for (ggml_tensor* p : producers)
+            for (ggml_tensor* r : rs) G(b, o2g::conv_chain, p, r);
+}
+
+void LowerCtx::joins_private(ggml_tensor* out) {
+    std::vector<ggml_tensor*> all;
+    for (int i = 0; i < nin(); ++i) {
+        if (!has(i) || shape(i).size() != 4 || shape(i)[1] == 0) continue;
+        std::vector<ggml_tensor*> p = private_producers(i);
+        if (p.empty() || shape(i)[1] % 16 != 0 || readers(node().inputs[size_t(i)]) != 1) return;
+        all.insert(all.end(), p.begin(), p.end());
+    }
+    if (!all.empty()) st_.private_concat[out] = std::move(all);
 }
 
 bool LowerCtx::graph_output(int i) {

@@ -20,6 +20,8 @@ struct LowerState {
     // read it in a backend's private layout (see LowerCtx::reads_private).
     std::unordered_map<const ggml_tensor*, int> fused_value;
     std::unordered_map<int, std::vector<ggml_tensor*>> private_readers;
+    // A channel Concat of such outputs (LowerCtx::joins_private): its output -> the producers of its parts
+    std::unordered_map<const ggml_tensor*, std::vector<ggml_tensor*>> private_concat;
 };
 
 class LowerCtx : public OpCtx {
@@ -45,12 +47,19 @@ public:
     // Output `out` holds `node`'s output now (a convolution's or GroupNorm's), overwritten in place
     // (a bias, a ReLU, a residual sum, an affine, a SiLU): the backends fuse such chains.
     void overwrote(ggml_tensor* node, int out = 0) { st_.fused_value[node] = this->node().outputs[size_t(out)]; }
-    // `reader` (a convolution or max pooling reading input i, or a residual add summing it) can
+    // `reader` (a convolution or pooling reading input i, or a residual add summing it) can
     // read input i in a backend's private layout. Once every reader of a convolution's (or max
     // pooling's, see overwrote) output has said so, the producer and its readers are marked
     // (o2g::conv_chain): the oneDNN backend then keeps that tensor in its blocked layout, with no
     // reorders.
     void reads_private(int i, ggml_tensor* reader);
+    // `out` is this node's channel Concat (ggml dim 2 of NCHW, F32) of its inputs, each copied whole
+    // into its slot. When every input is a private-layout producer's output (or such a Concat's) read
+    // by this Concat only, with a channel count that is a multiple of every block size a backend uses
+    // (16), each part is a contiguous chunk at the same offset in the blocked layout as in NCHW: the
+    // copies are the same bytes. `out` is then a private-layout producer too, for reads_private, and
+    // once its readers say so its parts' producers write the private layout.
+    void joins_private(ggml_tensor* out);
     ggml_tensor* constant(const Tensor& t, ggml_type type = GGML_TYPE_F32);  // a derived weight
     // The constant right-hand side of a MatMul/Gemm/Conv, stored as ggml_mul_mat's first operand:
     // transposed in its last two dims when `transpose`, in the type --weights asks for
@@ -75,9 +84,11 @@ public:
     ggml_tensor* binary(Bin op, int ia, int ib) { return binary(op, x(ia), shape(ia), x(ib), shape(ib)); }
 
 private:
-    // a convolution, a GroupNorm, or either a convolution or a max pooling (a private layout's producers)
+    // a convolution, a GroupNorm, or either a convolution or a pooling (a private layout's producers)
     enum class Fused { Conv, Norm, Private };
     ggml_tensor* fused_behind(int i, Fused kind);
+    // the producers input i holds the output of in a private layout (see reads_private, joins_private)
+    std::vector<ggml_tensor*> private_producers(int i);
     LowerState& st_;
 };
 

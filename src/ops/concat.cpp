@@ -110,6 +110,7 @@ O2G_OP_FAMILY(concat) {
                 acc = G(c.b, ggml_set_inplace, acc, c.cont(t), acc->nb[1], acc->nb[2], acc->nb[3], offset);
                 offset += size_t(t->ne[gd]) * acc->nb[gd];
             }
+            if (rk == 4 && a == 1 && type == GGML_TYPE_F32) c.joins_private(acc);
             c.set(0, acc);
         };
         r.add(d);

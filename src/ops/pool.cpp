@@ -45,21 +45,24 @@ void lower_pool(Lc& c, bool is_max) {
             s1 = sp(g.s, 1, 1);
     int64_t pb0 = sp(g.pb, 0, 0), pb1 = sp(g.pb, 1, 0), pe0 = sp(g.pe, 0, 0), pe1 = sp(g.pe, 1, 0);
     int64_t o0 = sp(g.out, 0, 1), o1 = sp(g.out, 1, 1);
-    int p0, p1;
-    int64_t skip0, skip1;
-    pool_pad(in0, k0, s0, pb0, o0, p0, skip0);
-    pool_pad(in1, k1, s1, pb1, o1, p1, skip1);
     Shape x4 = xs.size() == 3 ? Shape{xs[0], xs[1], 1, xs[2]} : xs;
     ggml_tensor* x = c.cont(c.reshape(c.x(0), x4));
-    ggml_tensor* pool = G(c.b, ggml_pool_2d, x, is_max ? GGML_OP_POOL_MAX : GGML_OP_POOL_AVG, int(k0), int(k1), int(s0),
-                          int(s1), float(p0), float(p1));
-    ggml_tensor* y = c.slice(c.slice(pool, 0, skip0, o0), 1, skip1, o1);
-    // a max pooling whose output is ggml's whole result (a valid padding, see o2g::pool_right_pad)
-    // may read and write a backend's private layout between convolutions (o2g::conv_chain)
-    int64_t pr;
-    if (is_max && xs.size() == 4 && y == pool && o2g::pool_right_pad(pool, 0, pr) && o2g::pool_right_pad(pool, 1, pr)) {
-        if (x == c.x(0)) c.reads_private(0, pool);
-        c.overwrote(pool);
+    auto op = is_max ? GGML_OP_POOL_MAX : GGML_OP_POOL_AVG;
+    // every window overlaps the input: one pooling of the output's size (o2g::pool_2d_out: any right
+    // padding); else a pooling with more padding on both sides, cropped
+    auto overlaps = [](int64_t in, int64_t k, int64_t s, int64_t pb, int64_t o) {
+        return pb >= 0 && pb < k && (o - 1) * s - pb < in;
+    };
+    ggml_tensor *pool, *y;
+    if (overlaps(in0, k0, s0, pb0, o0) && overlaps(in1, k1, s1, pb1, o1)) {
+        pool = y = G(c.b, o2g::pool_2d_out, x, op, int(k0), int(k1), int(s0), int(s1), int(pb0), int(pb1), o0, o1);
+    } else {
+        int p0, p1;
+        int64_t skip0, skip1;
+        pool_pad(in0, k0, s0, pb0, o0, p0, skip0);
+        pool_pad(in1, k1, s1, pb1, o1, p1, skip1);
+        pool = G(c.b, ggml_pool_2d, x, op, int(k0), int(k1), int(s0), int(s1), float(p0), float(p1));
+        y = c.slice(c.slice(pool, 0, skip0, o0), 1, skip1, o1);
     }
     if (!is_max) {
         // ggml divides by k0*k1; ONNX divides by the taps inside the input (or the padded input)
@@ -85,6 +88,14 @@ void lower_pool(Lc& c, bool is_max) {
         ggml_tensor* f1 = factors(o1, in1, k1, s1, pb1, pe1, {o1, 1});  // ggml [1, o1]
         if (f0) y = G(c.b, ggml_mul, c.cont(y), f0);
         if (f1) y = G(c.b, ggml_mul, c.cont(y), f1);
+    }
+    // a pooling whose output is ggml's whole result (a valid padding, see o2g::pool_right_pad; an average
+    // over all k0*k1 taps: no correction above) may read and write a backend's private layout between
+    // convolutions (o2g::conv_chain)
+    int64_t pr;
+    if (xs.size() == 4 && y == pool && o2g::pool_right_pad(pool, 0, pr) && o2g::pool_right_pad(pool, 1, pr)) {
+        if (x == c.x(0)) c.reads_private(0, pool);
+        c.overwrote(pool);
     }
     c.set(0, c.reshape(y, c.out(0).shape));
 }

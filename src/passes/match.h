@@ -108,5 +108,6 @@ bool fuse_layernorm(Graph& g);
 bool fuse_softmax_ext(Graph& g);
 bool eliminate_identity_arithmetic(Graph& g);
 bool global_pool_as_pool(Graph& g);
+bool fold_pad_into_window(Graph& g);
 
 }  // namespace onnx2ggml::core

@@ -199,5 +199,36 @@ check("dropout_train_ratio0", [helper.make_node("Constant", [], ["ratio"], value
                                 helper.make_node("Constant", [], ["train"], value=numpy_helper.from_array(np.array(True))),
                                 helper.make_node("Dropout", ["x", "ratio", "train"], ["d", "mask"]),
                                 helper.make_node("Relu", ["d"], ["y"])], {"x": x}, np.maximum(x, 0), opset=17)
+# A zero Pad read only by Convs and AveragePools counting the padded zeros (count_include_pad=0 with no pads
+# of its own) becomes their padding (fold_pad_into_window: no ggml PAD node is left); read by a MaxPool too, it
+# stays a Pad (a max pads with -inf). Opset 18's axes input, asymmetric amounts; opset 11's form with a pad value.
+xp = rng.standard_normal((1, 3, 9, 8)).astype(np.float32)
+wp = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+pad18 = helper.make_node("Pad", ["x", "pads", "", "axes"], ["p"], mode="constant")
+pad_inits = [numpy_helper.from_array(np.array([1, 2, 2, 0], np.int64), "pads"),  # H begin, W begin, H end, W end
+             numpy_helper.from_array(np.array([2, 3], np.int64), "axes"), numpy_helper.from_array(wp, "w")]
+xpt = torch.nn.functional.pad(torch.from_numpy(xp), (2, 0, 1, 2))  # (W begin, W end, H begin, H end)
+conv_ref = torch.nn.functional.conv2d(xpt, torch.from_numpy(wp), padding=1).numpy()
+# (symmetric in all: a Conv with asymmetric padding pads its input itself)
+sym_inits = [numpy_helper.from_array(np.array([1, 2, 1, 2], np.int64), "pads")] + pad_inits[1:]
+check("pad_into_conv", [pad18, helper.make_node("Conv", ["p", "w"], ["y"], pads=[1, 0, 1, 0])], {"x": xp},
+      torch.nn.functional.conv2d(torch.nn.functional.pad(torch.from_numpy(xp), (2, 2, 1, 1)), torch.from_numpy(wp), padding=(1, 0)).numpy(),
+      sym_inits)
+check("pad_into_avgpool", [pad18, helper.make_node("AveragePool", ["p"], ["y"], kernel_shape=[3, 3], strides=[2, 2])], {"x": xp},
+      torch.nn.functional.avg_pool2d(xpt, 3, 2).numpy(), pad_inits)
+check("pad_into_conv_not_maxpool", [pad18, helper.make_node("Conv", ["p", "w"], ["c"], pads=[1, 1, 1, 1]),
+                                    helper.make_node("MaxPool", ["p"], ["m"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+                                    helper.make_node("Concat", ["c", "m"], ["y"], axis=1)], {"x": xp},
+      np.concatenate([conv_ref, torch.nn.functional.max_pool2d(xpt, 3, 1, 1).numpy()], 1), pad_inits)
+check("pad11_value_into_avgpool", [helper.make_node("Pad", ["x", "pads11", "zero"], ["p"]),
+                                   helper.make_node("AveragePool", ["p"], ["y"], kernel_shape=[2, 3], pads=[1, 0, 0, 1], count_include_pad=1)],
+      {"x": xp}, torch.nn.functional.avg_pool2d(torch.nn.functional.pad(xpt, (0, 1, 1, 0)), (2, 3), 1).numpy(),
+      [numpy_helper.from_array(np.array([0, 0, 1, 2, 0, 0, 2, 0], np.int64), "pads11"), numpy_helper.from_array(np.array(0.0, np.float32), "zero")],
+      opset=11)
+for name in ("pad_into_conv", "pad_into_avgpool", "pad11_value_into_avgpool"):
+    r = subprocess.run([BIN, "inspect", os.path.join(WORK, name + ".onnx"), "--ggml"], capture_output=True, text=True)
+    if r.returncode != 0 or " PAD" in r.stdout:
+        failures += 1
+        print(f"FAIL {name}: the Pad was not folded into its readers\n" + r.stdout + r.stderr)
 print(f"{failures} failed")
 sys.exit(1 if failures else 0)

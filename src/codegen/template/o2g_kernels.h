@@ -3,8 +3,10 @@
 // generates, so `run` and the compiled program compute the same bits. Inputs are contiguous
 // F32 tensors of the output's shape (the lowering broadcasts them first); booleans are 0/1.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "ggml.h"
 
@@ -38,11 +40,12 @@ inline void map2(ggml_tensor* dst, const ggml_tensor* a, const ggml_tensor* b, i
         map2(dst, a, b, ith, nth, [](float x, float y) -> float { return expr; });                            \
     }
 
-// Marks convolution (or max pooling) `a`'s output as read by `b`: a convolution or max pooling
+// Marks convolution (or pooling) `a`'s output as read by `b`: a convolution or pooling
 // (its input), or the residual add of o2g::conv_residual (its second operand, summed into the
 // add's convolution). onnx2ggml marks a node so only when every reader of its output is one of
-// these: a backend may then keep the tensor in a private layout (o2g_onednn.h: oneDNN's blocked
-// layout, no reorders). The flags sit in op_params slots past every marked op's own (CONV_2D uses
+// these, or a channel Concat whose readers all are (LowerCtx::joins_private: `b` is then a reader
+// of the Concat, which copies the private layout's bytes as they are): a backend may then keep the
+// tensor in a private layout (o2g_onednn.h: oneDNN's blocked layout, no reorders). The flags sit in op_params slots past every marked op's own (CONV_2D uses
 // 6, POOL_2D 7); other backends ignore them.
 enum { kOutPrivate = 13, kInPrivate = 14, kResidualPrivate = 15 };
 inline ggml_tensor* conv_chain(ggml_context*, ggml_tensor* a, ggml_tensor* b) {
@@ -52,14 +55,31 @@ inline ggml_tensor* conv_chain(ggml_context*, ggml_tensor* a, ggml_tensor* b) {
     return b;
 }
 
-// POOL_2D (ggml_pool_2d: padding p on both sides, the window's taps inside the input) as a pooling
-// with left padding p and right padding `pr` (what gives ggml's output size) along dim d: whether
-// that padding is a valid one (every window overlaps the input)
+// POOL_2D (ggml_pool_2d, or o2g::pool_2d_out: windows from -p on, the taps inside the input) as a
+// pooling with left padding p and right padding `pr` along dim d: the smallest pr >= 0 that gives
+// the output's size; whether that padding is a valid one (every window overlaps the input)
 inline bool pool_right_pad(const ggml_tensor* op, int d, int64_t& pr) {
     const int32_t* o = op->op_params;  // op, k0, k1, s0, s1, p0, p1
-    int64_t k = o[1 + d], s = o[3 + d], p = o[5 + d];
-    pr = (op->ne[d] - 1) * s + k - op->src[0]->ne[d] - p;
-    return pr >= 0 && pr < k && p >= 0 && p < k;
+    int64_t k = o[1 + d], s = o[3 + d], p = o[5 + d], in = op->src[0]->ne[d], n = op->ne[d];
+    pr = std::max<int64_t>(0, (n - 1) * s + k - in - p);
+    return pr < k && p >= 0 && p < k && (in + p + pr - k) / s + 1 == n;
+}
+
+// ggml_pool_2d whose output is [o0, o1] (ggml_pool_2d's own is (in + 2p - k) / s + 1): window i
+// starts at i*s - p and the taps outside the input are skipped, as in ggml_pool_2d; so a pooling with
+// another right padding than the left one (ONNX's ceil_mode, asymmetric pads) is one node, not a
+// larger pooling and a crop. Every window must overlap the input (the caller checks). ggml's
+// kernels (CPU, CUDA, Vulkan, Metal) bound each window by the input and size the loop by the output.
+inline ggml_tensor* pool_2d_out(ggml_context* ctx, ggml_tensor* a, ggml_op_pool op, int k0, int k1, int s0, int s1,
+                                int p0, int p1, int64_t o0, int64_t o1) {
+    if ((a->ne[0] + 2 * p0 - k0) / s0 + 1 == o0 && (a->ne[1] + 2 * p1 - k1) / s1 + 1 == o1)
+        return ggml_pool_2d(ctx, a, op, k0, k1, s0, s1, float(p0), float(p1));
+    ggml_tensor* r = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, o0, o1, a->ne[2], a->ne[3]);
+    const int32_t params[] = {op, k0, k1, s0, s1, p0, p1};  // ggml_pool_2d's
+    std::memcpy(r->op_params, params, sizeof(params));
+    r->op = GGML_OP_POOL_2D;
+    r->src[0] = a;
+    return r;
 }
 
 // `add` is ggml_add_inplace(conv output, r): makes r an input of the convolution too, so a graph

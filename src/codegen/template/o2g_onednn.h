@@ -1084,7 +1084,7 @@ inline void grouped_conv2d(Context& c, const ggml_tensor* dst) {
 }
 
 // POOL_2D (ggml_pool_2d: padding p on both sides, MAX over the taps inside the input, AVG divided
-// by all k0*k1 taps) on NCHW data or, a max pooling between convolutions (o2g::conv_chain), in
+// by all k0*k1 taps) on NCHW data or, a pooling between convolutions (o2g::conv_chain), in
 // private_layout, as oneDNN's pooling (its NCHW kernel is multithreaded, ggml's is not): the right
 // padding is what gives ggml's output size (o2g::pool_right_pad).
 using o2g::pool_right_pad;
