@@ -1,13 +1,16 @@
 // Recurrent operators: RNN, GRU and LSTM (both layouts, all directions, sequence_lens,
 // initial states, peepholes, clip, the spec's activation functions). Computed by their host
 // evaluators over the static sequence length: folded when constant, else host kernels
-// (lower/host_kernel.h). The products x W^T and h R^T are float32 (the model's precision; PyTorch
-// and ONNX Runtime compute them so too), vectorized: the input products of all time steps first, in
-// blocks of rows that share each W row in cache, then the recurrence step by step. Gates, activations and states are
-// double. At run time (X not constant) the shape rule moves the input products to the backend as one MatMul + Add
-// (infer_rnn, attribute __gx), and a bidirectional node runs its two directions on two threads.
+// (lower/host_kernel.h). At run time (X not constant) the shape rule moves the input products x W^T + Wb
+// of every time step to the backend as one MatMul + Add (infer_rnn, attribute __gx); the host kernel runs
+// the recurrence, a bidirectional node its two directions on two threads. Each step's h R^T reads R
+// packed in blocks whose outputs stay in vector registers (PackedRows), and the gates' Sigmoid/Tanh are
+// vectorized polynomials, both compiled for AVX-512, AVX2 and the baseline (target_clones). States and
+// gates are float32 as in the model (PyTorch and ONNX Runtime compute them so), float64 for double models.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 
 #include "lower/host_kernel.h"
 #include "ops/common.h"
@@ -132,43 +135,157 @@ void infer_rnn(OpCtx& c, Rnn::Kind kind) {
     if (kind == Rnn::Lstm) c.set_out(2, t, hs);
 }
 
-// input i as doubles (its shape checked by rnn_dims), or n zeros when absent
-std::vector<double> vals(OpCtx& c, int i, int64_t n) {
-    return c.has(i) ? to_f64(c.cval(i)) : std::vector<double>(size_t(n), 0.0);
-}
-
 std::vector<float> fvals(OpCtx& c, int i) { return c.cval(i).cast(DType::F32).to_f32(); }
 
-// sum a[i] * b[i], in float32 with 8 partial sums (vectorized)
-float dot(const float* a, const float* b, int64_t n) {
-    float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; ++k) s[k] += a[i + k] * b[i + k];
-    float r = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-    for (; i < n; ++i) r += a[i] * b[i];
+// ---- the recurrence's kernels ------------------------------------------------------------------
+// Compiled for AVX-512, AVX2+FMA and the baseline, picked at load time (target_clones): the binary
+// stays portable and the host kernel runs at the machine's vector width. GCC's vector extensions
+// give the partial sums (a float reduction is not reassociated otherwise).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define O2G_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define O2G_VECTOR_CLONES
+#endif
+using v16 = float __attribute__((vector_size(64)));
+
+// y[j] = bias[j] + w[j] . x for m rows w[j] of n values (rows apart by n)
+O2G_VECTOR_CLONES void rows_dot(const float* w, int64_t m, int64_t n, const float* x, const float* bias, float* y) {
+    for (int64_t j = 0; j < m; ++j) {
+        const float* a = w + j * n;
+        v16 s0 = {}, s1 = {};
+        int64_t i = 0;
+        for (; i + 32 <= n; i += 32) {
+            v16 a0, a1, x0, x1;
+            std::memcpy(&a0, a + i, 64), std::memcpy(&a1, a + i + 16, 64);
+            std::memcpy(&x0, x + i, 64), std::memcpy(&x1, x + i + 16, 64);
+            s0 += a0 * x0, s1 += a1 * x1;
+        }
+        s0 += s1;
+        float r = 0;
+        for (int k = 0; k < 16; ++k) r += s0[k];
+        for (; i < n; ++i) r += a[i] * x[i];
+        y[j] = (bias ? bias[j] : 0.0f) + r;
+    }
+}
+
+// R's rows [j0, j1) packed for h R^T: blocks of up to 128 rows, each block stored transposed ([H][width],
+// contiguous), so a block's outputs stay in vector registers while the block streams by in order
+struct PackedRows {
+    int64_t rows = 0, n = 0;
+    std::vector<float> data;
+    PackedRows(const float* r, int64_t j0, int64_t j1, int64_t n_) : rows(j1 - j0), n(n_), data(size_t(rows * n_)) {
+        for (int64_t b0 = 0; b0 < rows; b0 += 128) {
+            int64_t w = std::min<int64_t>(128, rows - b0);
+            float* blk = data.data() + b0 * n;
+            for (int64_t jj = 0; jj < w; ++jj) {
+                const float* src = r + (j0 + b0 + jj) * n;
+                for (int64_t i = 0; i < n; ++i) blk[i * w + jj] = src[i];
+            }
+        }
+    }
+};
+
+// y[j] = bias[j] + sum_i x[i] * R[j][i] for the packed rows: 128 outputs at a time in 8 vector
+// accumulators (no horizontal sums), the block read in order
+O2G_VECTOR_CLONES void packed_matvec(const float* p, int64_t rows, int64_t n, const float* x, const float* bias,
+                                     float* y) {
+    int64_t b0 = 0;
+    for (; b0 + 128 <= rows; b0 += 128) {
+        const float* blk = p + b0 * n;
+        v16 acc[8];
+        for (int k = 0; k < 8; ++k) std::memcpy(&acc[k], bias + b0 + 16 * k, 64);
+        for (int64_t i = 0; i < n; ++i) {
+            v16 xi = {};
+            xi += x[i];
+            for (int k = 0; k < 8; ++k) {
+                v16 w;
+                std::memcpy(&w, blk + i * 128 + 16 * k, 64);
+                acc[k] += xi * w;
+            }
+        }
+        for (int k = 0; k < 8; ++k) std::memcpy(y + b0 + 16 * k, &acc[k], 64);
+    }
+    if (b0 == rows) return;
+    int64_t w = rows - b0;
+    const float* blk = p + b0 * n;
+    for (int64_t j = 0; j < w; ++j) y[b0 + j] = bias[b0 + j];
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < w; ++j) y[b0 + j] += x[i] * blk[i * w + j];
+}
+
+// e^x for x in [-87, 88] (clamped: 0 below, a large finite value above), within 2 ulp: e^x = 2^k e^r,
+// |r| <= ln2 / 2, e^r by Cephes' expf polynomial; written so the loops below vectorize
+inline float exp_poly(float x) {
+    x = std::min(88.0f, std::max(-87.0f, x));
+    float k = std::nearbyint(x * 1.44269504088896341f);
+    float r = x - k * 0.693359375f + k * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    int32_t bits = (int32_t(k) + 127) << 23;
+    float scale;
+    std::memcpy(&scale, &bits, 4);
+    return p * scale;
+}
+O2G_VECTOR_CLONES void sigmoid_rows(float* v, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) v[i] = 1.0f / (1.0f + exp_poly(-v[i]));
+}
+// tanh: 1 - 2 / (e^2|x| + 1) with x's sign; near 0 (|x| < 0.2, where that subtracts nearly equal
+// values) its odd Taylor polynomial to x^9 (the next term is below 2e-10)
+O2G_VECTOR_CLONES void tanh_rows(float* v, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        float x = v[i], a = std::fabs(x), x2 = x * x;
+        float t = 1.0f - 2.0f / (exp_poly(2.0f * a) + 1.0f);
+        float small = x * (1.0f + x2 * (-1.0f / 3 + x2 * (2.0f / 15 + x2 * (-17.0f / 315 + x2 * (62.0f / 2835)))));
+        v[i] = a < 0.2f ? small : std::copysign(t, x);
+    }
+}
+
+// f(v[i]) for n values: the vectorized kernels for Sigmoid and Tanh in float32, the spec's formula otherwise
+template <class T>
+void apply(const Act& f, T* v, int64_t n) {
+    if constexpr (std::is_same_v<T, float>) {
+        if (f.kind == Act::Sigmoid) return sigmoid_rows(v, n);
+        if (f.kind == Act::Tanh) return tanh_rows(v, n);
+    }
+    for (int64_t i = 0; i < n; ++i) v[i] = T(f(double(v[i])));
+}
+
+// input i (its shape checked by rnn_dims) in T, or n zeros when absent
+template <class T>
+std::vector<T> vals(OpCtx& c, int i, int64_t n) {
+    std::vector<T> r(size_t(n), T(0));
+    if (c.has(i)) {
+        const Tensor& t = c.cval(i);
+        for (int64_t k = 0; k < n; ++k) r[size_t(k)] = T(t.getf(k));
+    }
     return r;
 }
 
-// y[r * m + j] = bias[j] + x[r] . w[j] for `rows` rows x[r] (stride ld) and m rows w[j] of n values: blocks
-// of 32 rows go through every w row while it is in cache
-void rows_times_wt(const float* x, int64_t ld, int64_t rows, const float* w, int64_t m, int64_t n, const double* bias,
-                   double* y) {
-    for (int64_t r0 = 0; r0 < rows; r0 += 32)
-        for (int64_t j = 0; j < m; ++j)
-            for (int64_t r = r0; r < std::min(rows, r0 + 32); ++r)
-                y[r * m + j] = bias[j] + dot(x + r * ld, w + j * n, n);
-}
-
-void eval_rnn(OpCtx& c, Rnn::Kind kind) {
+// The recurrence in T: float32 as the model (PyTorch and ONNX Runtime compute it so), float64 for double
+// models and compare's float64 reference. The products are float32 either way (rows_dot).
+template <class T>
+void eval_rnn_as(OpCtx& c, Rnn::Kind kind) {
     Rnn r = rnn_dims(c, kind);
     int64_t H = r.hidden, G = r.gates, B = r.batch, I = r.in, S = r.seq;
     bool pre = gx_input(c);  // X holds the input products already
     std::vector<float> X = pre ? std::vector<float>() : fvals(c, 0), W = pre ? std::vector<float>() : fvals(c, 1),
-                       R = fvals(c, 2);
-    std::vector<double> Bias = vals(c, 3, r.dirs * 2 * G * H);
-    std::vector<double> H0 = vals(c, 5, r.dirs * B * H), C0, P;  // initial_h; LSTM: initial_c, P
-    if (kind == Rnn::Lstm) C0 = vals(c, 6, r.dirs * B * H), P = vals(c, 7, r.dirs * 3 * H);
+                       Bias = vals<float>(c, 3, r.dirs * 2 * G * H);
+    // float32 inputs read in place (the input products: 2 MB for 200 steps of a 256-wide LSTM)
+    auto floats = [&](int i, Tensor& held) {
+        const Tensor& t = c.cval(i);
+        if (t.dtype == DType::F32) return t.ptr<float>();
+        held = t.cast(DType::F32);
+        return static_cast<const float*>(held.ptr<float>());
+    };
+    Tensor r_held, x_held;
+    const float* R = floats(2, r_held);
+    std::vector<T> H0 = vals<T>(c, 5, r.dirs * B * H), C0, P;  // initial_h; LSTM: initial_c, P
+    if (kind == Rnn::Lstm) C0 = vals<T>(c, 6, r.dirs * B * H), P = vals<T>(c, 7, r.dirs * 3 * H);
     // where a direction's and batch's state starts in initial_h / initial_c, Y_h / Y_c (layout 1: batch first)
     auto state = [&](int64_t d, int64_t b) { return (r.layout1 ? b * r.dirs + d : d * B + b) * H; };
     std::vector<int64_t> lens(size_t(B), S);
@@ -203,98 +320,111 @@ void eval_rnn(OpCtx& c, Rnn::Kind kind) {
         acts.push_back(a);
     }
     bool has_clip = c.has_attr("clip");
-    double clip = c.af("clip", 0);
-    auto clamp = [&](double v) { return has_clip ? std::min(clip, std::max(-clip, v)) : v; };
+    T clip = T(c.af("clip", 0));
+    auto clamp = [&](T v) { return has_clip ? std::min(clip, std::max(-clip, v)) : v; };
     bool lbr = c.ai("linear_before_reset", 0) != 0;
     std::string dir = c.as("direction", "forward");
 
-    std::vector<double> Y(size_t(S * r.dirs * B * H), 0.0), Yh(size_t(r.dirs * B * H)), Yc(size_t(r.dirs * B * H));
+    Shape hs = r.layout1 ? Shape{B, r.dirs, H} : Shape{r.dirs, B, H};
+    Tensor Y = Tensor::zeros(c.dtype(0), r.layout1 ? Shape{B, S, r.dirs, H} : Shape{S, r.dirs, B, H}),
+           Yh = Tensor::zeros(c.dtype(0), hs), Yc = Tensor::zeros(c.dtype(0), kind == Rnn::Lstm ? hs : Shape{0});
+    auto put = [H](Tensor& t, int64_t at, const std::vector<T>& v) {  // H values from index `at`
+        if (t.dtype == DType::F32)
+            std::copy(v.begin(), v.begin() + H, t.ptr<float>() + at);
+        else
+            for (int64_t k = 0; k < H; ++k) t.setf(at + k, double(v[size_t(k)]));
+    };
     // x W^T + Wb of every time step and batch (rows of X in its layout: t * B + b, or b * S + t)
     // (precomputed, __gx: both directions' in one row of dirs * G * H)
-    std::vector<double> GXpre = pre ? to_f64(c.cval(0)) : std::vector<double>();
+    const float* GXpre = pre ? floats(0, x_held) : nullptr;
     int64_t gx_width = pre ? r.dirs * G * H : G * H;
     // one direction: its own buffers (a bidirectional node runs its two directions on two threads)
     auto run_direction = [&](int64_t d) {
-        std::vector<double> GXd = pre ? std::vector<double>() : std::vector<double>(size_t(S * B * G * H));
-        const double* GX = pre ? GXpre.data() + d * G * H : GXd.data();
+        std::vector<float> GXd = pre ? std::vector<float>() : std::vector<float>(size_t(S * B * G * H));
+        const float* GX = pre ? GXpre + d * G * H : GXd.data();
         auto gx_row = [&](int64_t t, int64_t b) { return GX + (r.layout1 ? b * S + t : t * B + b) * gx_width; };
-        std::vector<double> gh(size_t(G * H));
-        std::vector<float> hf(static_cast<size_t>(H));
         bool reverse = dir == "reverse" || d == 1;
-        const float* w = pre ? nullptr : W.data() + d * G * H * I;
-        const float* rr = R.data() + d * G * H * H;
-        const double* wb = Bias.data() + d * 2 * G * H;
-        const double* rb = wb + G * H;
+        // R's gate rows packed (GRU without linear_before_reset: the h gate's apart, it is multiplied later)
+        const float* rd = R + d * G * H * H;
+        bool gru_reset = kind == Rnn::Gru && !lbr;
+        PackedRows ra(rd, 0, gru_reset ? 2 * H : G * H, H), rh(rd, gru_reset ? 2 * H : G * H, G * H, H);
+        const float* wb = Bias.data() + d * 2 * G * H;
+        const float* rb = wb + G * H;
         const Act* a = acts.data() + d * nact;
-        if (!pre) rows_times_wt(X.data(), I, S * B, w, G * H, I, wb, GXd.data());
+        if (!pre)
+            for (int64_t row = 0; row < S * B; ++row)
+                rows_dot(W.data() + d * G * H * I, G * H, I, X.data() + row * I, wb, GXd.data() + row * G * H);
+        std::vector<float> gh(static_cast<size_t>(G * H)), hf(static_cast<size_t>(H));
+        // gate values, one row of H each: the pre-activations, then the activations in place
+        const size_t hn = static_cast<size_t>(H);
+        std::vector<T> g0(hn), g1(hn), g2(hn), g3(hn);
         // h R^T + Rb for gate rows [j0, j1), h read as float32
-        auto recur = [&](const std::vector<double>& h, int64_t j0, int64_t j1) {
+        auto recur = [&](const std::vector<T>& h, const PackedRows& p, int64_t j0) {
             for (int64_t i = 0; i < H; ++i) hf[size_t(i)] = float(h[size_t(i)]);
-            for (int64_t j = j0; j < j1; ++j) gh[size_t(j)] = rb[j] + dot(hf.data(), rr + j * H, H);
+            packed_matvec(p.data.data(), p.rows, H, hf.data(), rb + j0, gh.data() + j0);
         };
         for (int64_t b = 0; b < B; ++b) {
-            std::vector<double> h(H0.begin() + state(d, b), H0.begin() + state(d, b) + H), cs;
+            std::vector<T> h(H0.begin() + state(d, b), H0.begin() + state(d, b) + H), cs;
             if (kind == Rnn::Lstm) cs.assign(C0.begin() + state(d, b), C0.begin() + state(d, b) + H);
             int64_t len = lens[size_t(b)];
             for (int64_t step = 0; step < len; ++step) {
                 int64_t t = reverse ? len - 1 - step : step;
-                const double* gx = gx_row(t, b);
-                // GRU without linear_before_reset: the h gate's product takes (r . h), after r
-                bool gru_reset = kind == Rnn::Gru && !lbr;
-                recur(h, 0, gru_reset ? 2 * H : G * H);
-                if (gru_reset) {
-                    std::vector<double> rh(static_cast<size_t>(H));
-                    for (int64_t i = 0; i < H; ++i)
-                        rh[size_t(i)] = a[0](clamp(gx[H + i] + gh[size_t(H + i)])) * h[size_t(i)];
-                    recur(rh, 2 * H, 3 * H);
-                }
-                std::vector<double> hn(static_cast<size_t>(H), 0.0);
-                for (int64_t k = 0; k < H; ++k) {
-                    size_t k0 = size_t(k), k1 = size_t(H + k), k2 = size_t(2 * H + k), k3 = size_t(3 * H + k);
-                    if (kind == Rnn::Simple) {
-                        hn[k0] = a[0](clamp(gx[k0] + gh[k0]));
-                    } else if (kind == Rnn::Gru) {  // gates z, r, h
-                        double z = a[0](clamp(gx[k0] + gh[k0])), rg = a[0](clamp(gx[k1] + gh[k1]));
-                        // linear_before_reset: r . (h R_h^T + Rb_h); else gh holds (r . h) R_h^T + Rb_h
-                        double pre = lbr ? gx[k2] + rg * gh[k2] : gx[k2] + gh[k2];
-                        double hh = a[1](clamp(pre));
-                        hn[k0] = (1 - z) * hh + z * h[k0];
-                    } else {  // LSTM gates i, o, f, c; peepholes P = [Pi, Po, Pf]
-                        const double* p = P.data() + d * 3 * H;
-                        double ig = a[0](clamp(gx[k0] + gh[k0] + p[k] * cs[k0]));
-                        double fg = a[0](clamp(gx[k2] + gh[k2] + p[2 * H + k] * cs[k0]));
-                        double cg = a[1](clamp(gx[k3] + gh[k3]));
-                        double cn = fg * cs[k0] + ig * cg;
-                        double og = a[0](clamp(gx[k1] + gh[k1] + p[H + k] * cn));
-                        cs[k0] = cn;
-                        hn[k0] = og * a[2](cn);
+                const float* gx = gx_row(t, b);
+                recur(h, ra, 0);
+                auto pre_act = [&](std::vector<T>& g, int64_t gate, const T* peep = nullptr, const T* st = nullptr) {
+                    for (int64_t k = 0; k < H; ++k)
+                        g[size_t(k)] = clamp(T(gx[gate * H + k]) + T(gh[size_t(gate * H + k)]) +
+                                             (peep ? peep[k] * st[k] : T(0)));
+                };
+                if (kind == Rnn::Simple) {
+                    pre_act(g0, 0);
+                    apply(a[0], g0.data(), H);
+                    h = g0;
+                } else if (kind == Rnn::Gru) {  // gates z, r, h
+                    pre_act(g0, 0), pre_act(g1, 1);
+                    apply(a[0], g0.data(), H), apply(a[0], g1.data(), H);
+                    if (gru_reset) {
+                        for (int64_t k = 0; k < H; ++k) g3[size_t(k)] = g1[size_t(k)] * h[size_t(k)];
+                        recur(g3, rh, 2 * H);  // the h gate's product takes (r . h), after r
                     }
+                    // linear_before_reset: r . (h R_h^T + Rb_h); else gh holds (r . h) R_h^T + Rb_h
+                    for (int64_t k = 0; k < H; ++k) {
+                        T ghh = T(gh[size_t(2 * H + k)]);
+                        g2[size_t(k)] = clamp(T(gx[2 * H + k]) + (lbr ? g1[size_t(k)] * ghh : ghh));
+                    }
+                    apply(a[1], g2.data(), H);
+                    for (int64_t k = 0; k < H; ++k)
+                        h[size_t(k)] = (1 - g0[size_t(k)]) * g2[size_t(k)] + g0[size_t(k)] * h[size_t(k)];
+                } else {  // LSTM gates i, o, f, c; peepholes P = [Pi, Po, Pf]
+                    const T* p = P.data() + d * 3 * H;
+                    pre_act(g0, 0, p, cs.data()), pre_act(g2, 2, p + 2 * H, cs.data()), pre_act(g3, 3);
+                    apply(a[0], g0.data(), H), apply(a[0], g2.data(), H), apply(a[1], g3.data(), H);
+                    for (int64_t k = 0; k < H; ++k)
+                        cs[size_t(k)] = g2[size_t(k)] * cs[size_t(k)] + g0[size_t(k)] * g3[size_t(k)];
+                    pre_act(g1, 1, p + H, cs.data());
+                    apply(a[0], g1.data(), H);
+                    for (int64_t k = 0; k < H; ++k) h[size_t(k)] = cs[size_t(k)];
+                    apply(a[2], h.data(), H);
+                    for (int64_t k = 0; k < H; ++k) h[size_t(k)] *= g1[size_t(k)];
                 }
-                h = hn;
-                for (int64_t k = 0; k < H; ++k)
-                    Y[size_t(r.layout1 ? ((b * S + t) * r.dirs + d) * H + k : ((t * r.dirs + d) * B + b) * H + k)] =
-                        h[size_t(k)];
+                int64_t o = r.layout1 ? ((b * S + t) * r.dirs + d) * H : ((t * r.dirs + d) * B + b) * H;
+                put(Y, o, h);
             }
-            for (int64_t k = 0; k < H; ++k) {
-                size_t o = size_t(state(d, b) + k);
-                Yh[o] = h[size_t(k)];
-                if (kind == Rnn::Lstm) Yc[o] = cs[size_t(k)];
-            }
+            put(Yh, state(d, b), h);
+            if (kind == Rnn::Lstm) put(Yc, state(d, b), cs);
         }
     };
     if (r.dirs == 2 && S * B * G * H * H > (int64_t(1) << 20))  // big enough to be worth a second thread
         host_parallel_for(2, run_direction);
     else
         for (int64_t d = 0; d < r.dirs; ++d) run_direction(d);
-    auto put = [&](int i, const std::vector<double>& v) {
-        if (!c.has_out(i)) return;
-        Tensor t = Tensor::zeros(c.dtype(0), c.out(i).shape);
-        for (size_t k = 0; k < v.size(); ++k) t.setf(int64_t(k), v[k]);
-        c.set_const(i, t);
-    };
-    put(0, Y);
-    put(1, Yh);
-    if (kind == Rnn::Lstm) put(2, Yc);
+    for (int i = 0; i < (kind == Rnn::Lstm ? 3 : 2); ++i)
+        if (c.has_out(i)) c.set_const(i, std::move(i == 0 ? Y : i == 1 ? Yh : Yc));
+}
+
+void eval_rnn(OpCtx& c, Rnn::Kind kind) {
+    if (c.dtype(0) == DType::F64) eval_rnn_as<double>(c, kind);
+    else eval_rnn_as<float>(c, kind);
 }
 
 }  // namespace
