@@ -434,8 +434,12 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
                         i1 = whole ? src_d[2] : std::min<int64_t>(src_d[2], last + 1);
                 dims bs = {src_d[0], src_d[1], i1 - i0, src_d[3]}, bd = {dst_d[0], dst_d[1], r1 - r0, dst_d[3]};
                 dims pl = whole ? pads : dims{i0 - first, p[2]}, pr = whole ? pads : dims{last + 1 - i1, p[2]};
+                // (a depthwise convolution is given its input's layout: with `any` oneDNN 2.6 takes its
+                // reference kernel for a plain input and a blocked output, 10x slower than its JIT one)
                 dnnl::memory::desc any_src =
-                                       whole && in_priv && !mixed ? x_md : dnnl::memory::desc(bs, dt::f32, tag::any),
+                                       whole && in_priv && !mixed ? x_md
+                                       : dw && out_priv           ? dnnl::memory::desc(bs, dt::f32, private_tag(dst_d[1]))
+                                                                  : dnnl::memory::desc(bs, dt::f32, tag::any),
                                    any_w(w_d, dt::f32, tag::any),
                                    // (an input in private_layout and a plain output: the output computed in the
                                    // input's layout, then reordered; oneDNN would pick a reference kernel for
