@@ -83,6 +83,12 @@ struct Context {
     std::map<Key, dnnl::eltwise_forward> eltwises;
     std::map<Key, dnnl::softmax_forward> softmaxes;
     std::map<Key, dnnl::layer_normalization_forward> layer_norms;
+    struct Grouped {  // a grouped convolution (o2g::grouped_conv) in the layouts oneDNN picked, its kernel reordered
+        dnnl::convolution_forward conv;
+        dnnl::memory::desc src, w, dst;
+        std::map<const void*, dnnl::memory> weights;
+    };
+    std::map<Key, Grouped> grouped;
     // Convolutions in the layouts oneDNN picks (blocked: also depthwise ones, whose NCHW kernel is a
     // slow reference path), activations reordered in and out unless already there, the kernel once.
     // One primitive per band of output rows: the whole map, or (Winograd on large maps, whose
@@ -157,6 +163,7 @@ struct Context {
             eltwises.clear();
             softmaxes.clear();
             layer_norms.clear();
+            grouped.clear();
             blocked.clear();
             plans.clear();
         }
@@ -1071,19 +1078,40 @@ inline void grouped_conv2d(Context& c, const ggml_tensor* dst) {
         dst_md(dst_d, dt::f32, tag::nchw);
     Context::Key key = {-5,     G,      src_d[0], src_d[1], src_d[2], src_d[3], dst_d[1], dst_d[2], dst_d[3],
                         w_d[3], w_d[4], o[0],     o[1],     o[2],     o[3],     o[4],     o[5]};
-    auto it = c.convs.find(key);
-    if (it == c.convs.end()) {
+    // the layouts oneDNN picks (blocked where the groups' channel counts allow its JIT kernels: 2-4x
+    // its gemm-based NCHW kernel on regnet's and resnext's shapes), activations reordered in and out
+    auto it = c.grouped.find(key);
+    if (it == c.grouped.end()) {
+        dnnl::memory::desc any_s(src_d, dt::f32, tag::any), any_w(w_d, dt::f32, tag::any), any_d(dst_d, dt::f32, tag::any);
         dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                          src_md, w_md, dst_md, strides, dil, pads, pads);
-        it = c.convs
-                 .emplace(key, dnnl::convolution_forward(
-                                   dnnl::convolution_forward::primitive_desc(d, user_scratchpad(), c.eng)))
-                 .first;
+                                          any_s, any_w, any_d, strides, dil, pads, pads);
+        dnnl::convolution_forward::primitive_desc pd(d, user_scratchpad(), c.eng);
+        if (std::strncmp(pd.impl_info_str(), "ref", 3) == 0 || std::strncmp(pd.impl_info_str(), "gemm", 4) == 0)
+            pd = dnnl::convolution_forward::primitive_desc(
+                dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                                src_md, w_md, dst_md, strides, dil, pads, pads),
+                user_scratchpad(), c.eng);
+        Context::Grouped gc{dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(), {}};
+        it = c.grouped.emplace(key, std::move(gc)).first;
     }
-    execute(c, it->second,
-            {{DNNL_ARG_SRC, dnnl::memory(src_md, c.eng, x->data)},
-             {DNNL_ARG_WEIGHTS, dnnl::memory(w_md, c.eng, w->data)},
-             {DNNL_ARG_DST, dnnl::memory(dst_md, c.eng, dst->data)}});
+    Context::Grouped& gc = it->second;
+    dnnl::memory wm(w_md, c.eng, w->data);
+    if (gc.w != w_md) {
+        dnnl::memory& k = gc.weights[w->data];
+        if (!k) {
+            k = dnnl::memory(gc.w, c.eng);
+            dnnl::reorder(wm, k).execute(c.strm, wm, k);
+        }
+        wm = k;
+    }
+    bool rs = gc.src != src_md, rd = gc.dst != dst_md;
+    size_t sb = rs ? gc.src.get_size() : 0, db = rd ? gc.dst.get_size() : 0;
+    char* tmp = (rs || rd) ? c.reserve(sb + db) : nullptr;
+    dnnl::memory xm(src_md, c.eng, x->data), ym(dst_md, c.eng, dst->data);
+    dnnl::memory sm = rs ? dnnl::memory(gc.src, c.eng, tmp) : xm, dm = rd ? dnnl::memory(gc.dst, c.eng, tmp + sb) : ym;
+    if (rs) dnnl::reorder(xm, sm).execute(c.strm, xm, sm);
+    execute(c, gc.conv, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dm}});
+    if (rd) dnnl::reorder(dm, ym).execute(c.strm, dm, ym);
     c.strm.wait();
 }
 
