@@ -88,7 +88,8 @@ ggml_tensor* LowerCtx::fused_behind(int i, Fused kind) {
     if (!has(i)) return nullptr;
     ggml_tensor* t = st_.vmap[size_t(node().inputs[size_t(i)])];
     ggml_tensor* s = t && t->view_src ? t->view_src : t;
-    bool conv = s && (s->op == GGML_OP_CONV_2D || s->op == GGML_OP_CONV_2D_DW);
+    bool conv = s && (s->op == GGML_OP_CONV_2D || s->op == GGML_OP_CONV_2D_DW ||
+                      (s->op == GGML_OP_CONT && s->op_params[o2g::kGroupedConv] > 0));
     bool op = kind == Fused::Conv   ? conv
               : kind == Fused::Norm ? s && s->op == GGML_OP_GROUP_NORM
                                     : conv || (s && s->op == GGML_OP_POOL_2D);

@@ -38,8 +38,8 @@ public:
     int readers(int value) const { return st_.uses[size_t(value)]; }
     // Whether output i is a graph output (which must own its memory: no in-place view).
     bool graph_output(int i);
-    // The convolution (GGML_OP_CONV_2D/_DW, F32) whose whole output input i is, in place: the
-    // convolution's own value or the latest in-place op on it (overwrote); else nullptr.
+    // The convolution (GGML_OP_CONV_2D/_DW, or o2g::grouped_conv's CONT; F32) whose whole output input i
+    // is, in place: the convolution's own value or the latest in-place op on it (overwrote); else nullptr.
     ggml_tensor* conv_behind(int i) { return fused_behind(i, Fused::Conv); }
     // The same for a GGML_OP_GROUP_NORM (F32) whose output input i is, in place (any shape of its
     // elements: GroupNorm's lowering reshapes it back to the input's).

@@ -73,12 +73,14 @@ void lower_conv(Lc& c) {
     } else if (depthwise) {
         y = G(c.b, ggml_conv_2d_dw_direct, w, x, s0, s1, p0, p1, d0, d1);
     }
-    ggml_tensor* conv = y;
-    if (group == 1 || depthwise) {  // reading a convolution's output, this one may take it in a backend's layout
-        if (w->type == GGML_TYPE_F32 && x == c.x(0)) c.reads_private(0, conv);
-    } else {
-        y = grouped_conv2d(c, w, x, group, s0, s1, p0, p1, d0, d1);
-    }
+    if (group > 1 && !depthwise) y = grouped_conv2d(c, w, x, group, s0, s1, p0, p1, d0, d1);
+    // a convolution of one node: reading a convolution's output, it may take it in a backend's layout, and its
+    // bias, residual sum and activation go in place. A grouped one (o2g::grouped_conv: F32) only with 16k
+    // channels per group in and out: oneDNN's blocked kernels (what the private layout is) need them; with
+    // fewer (regnet_y's 8, resnext's 4) it runs a gemm-based kernel on NCHW, reorders around it cost more.
+    bool blocks = w->type == GGML_TYPE_F32 && (C / group) % 16 == 0 && (M / group) % 16 == 0;
+    ggml_tensor* conv = group == 1 || depthwise || blocks ? y : nullptr;
+    if (conv && w->type == GGML_TYPE_F32 && x == c.x(0)) c.reads_private(0, conv);
     // the bias in one add, in place on the convolution's own output (the oneDNN backend folds it
     // into the convolution); not for a graph output, which must own its memory (no view)
     if (c.has(2)) {

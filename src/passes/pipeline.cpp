@@ -234,7 +234,7 @@ static bool held_exactly(const Tensor& t) {
 
 void lower_graph(Graph& g, Builder& b) {
     LowerState st{
-        b, std::vector<ggml_tensor*>(g.values.size(), nullptr), {}, {}, std::vector<int>(g.values.size(), 0), {}, {}};
+        b, std::vector<ggml_tensor*>(g.values.size(), nullptr), {}, {}, std::vector<int>(g.values.size(), 0), {}, {}, {}};
     std::vector<bool> live = live_nodes(g);  // a fused-away node (e.g. o2g.Silu's Sigmoid) reads nothing
     for (size_t ni = 0; ni < g.nodes.size(); ++ni)
         for (int v : g.nodes[ni].inputs)

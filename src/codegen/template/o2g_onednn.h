@@ -83,12 +83,6 @@ struct Context {
     std::map<Key, dnnl::eltwise_forward> eltwises;
     std::map<Key, dnnl::softmax_forward> softmaxes;
     std::map<Key, dnnl::layer_normalization_forward> layer_norms;
-    struct Grouped {  // a grouped convolution (o2g::grouped_conv) in the layouts oneDNN picked, its kernel reordered
-        dnnl::convolution_forward conv;
-        dnnl::memory::desc src, w, dst;
-        std::map<const void*, dnnl::memory> weights;
-    };
-    std::map<Key, Grouped> grouped;
     // Convolutions in the layouts oneDNN picks (blocked: also depthwise ones, whose NCHW kernel is a
     // slow reference path), activations reordered in and out unless already there, the kernel once.
     // One primitive per band of output rows: the whole map, or (Winograd on large maps, whose
@@ -163,7 +157,6 @@ struct Context {
             eltwises.clear();
             softmaxes.clear();
             layer_norms.clear();
-            grouped.clear();
             blocked.clear();
             plans.clear();
         }
@@ -231,22 +224,52 @@ inline bool conv_supported(const ggml_tensor* op) {
            ggml_is_contiguous(op);
 }
 
-// ADD in place on a CONV_2D output with a per-channel bias [1, 1, OC, 1]: the Conv bias of
+// Grouped convolutions (o2g::grouped_conv): onnx2ggml lowers one to IM2COL -> batched MUL_MAT -> CONT,
+// the three marked, with the convolution's x and w inputs of the CONT too: the CONT is computed here
+// as one oneDNN grouped convolution from x and w (conv_plan, with its bias, residual and activation
+// like any convolution's), and the IM2COL and MUL_MAT are skipped when their CONT is computed here in
+// the same graph (else they are computed, for whichever backend runs the CONT).
+inline bool grouped_supported(const ggml_tensor* op) {
+    const ggml_tensor* x = op->src[1];
+    const ggml_tensor* w = op->src[3];
+    return op->op == GGML_OP_CONT && op->op_params[o2g::kGroupedConv] > 0 && x && w && op->type == GGML_TYPE_F32 &&
+           x->type == GGML_TYPE_F32 && w->type == GGML_TYPE_F32 && ggml_is_contiguous(x) && ggml_is_contiguous(w) &&
+           ggml_is_contiguous(op);
+}
+// the IM2COL of a grouped_supported CONT (its geometry: s0, s1, p0, p1, d0, d1)
+inline const ggml_tensor* grouped_im2col(const ggml_tensor* op) { return op->src[0]->view_src->src[1]->view_src; }
+// a convolution this backend computes: CONV_2D, CONV_2D_DW, or a grouped one
+inline bool conv_like(const ggml_tensor* op) { return conv_supported(op) || grouped_supported(op); }
+
+
+// Whether node i (n: a marked IM2COL or MUL_MAT) feeds a marked CONT among the next nodes of g
+inline bool grouped_output_follows(ggml_cgraph* g, int i, const ggml_tensor* n) {
+    int n_nodes = ggml_graph_n_nodes(g);
+    for (int j = i + 1; j < n_nodes && j < i + 32; ++j) {
+        const ggml_tensor* o = ggml_graph_node(g, j);
+        if (o->op != GGML_OP_CONT || !grouped_supported(o)) continue;
+        const ggml_tensor* mm = o->src[0]->view_src;
+        if (mm && (mm == n || (mm->src[1] && mm->src[1]->view_src == n))) return true;
+    }
+    return false;
+}
+
+// ADD in place on a convolution's output (conv_like) with a per-channel bias [1, 1, OC, 1]: the Conv bias of
 // onnx2ggml's lowering, folded into the convolution primitive.
 inline bool is_conv_bias(const ggml_tensor* op) {
     const ggml_tensor* conv = op->src[0];
     const ggml_tensor* b = op->src[1];
-    return op->op == GGML_OP_ADD && conv && b && op->view_src == conv && conv_supported(conv) &&
+    return op->op == GGML_OP_ADD && conv && b && op->view_src == conv && conv_like(conv) &&
            b->type == GGML_TYPE_F32 && ggml_is_contiguous(b) && b->ne[0] == 1 && b->ne[1] == 1 &&
            b->ne[2] == conv->ne[2] && b->ne[3] == 1;
 }
 
-// ADD in place on a CONV_2D output of a tensor of its shape that o2g::conv_residual made the
+// ADD in place on a convolution's output of a tensor of its shape that o2g::conv_residual made the
 // convolution's src[2] (the residual connection of a ResNet block): the primitive's sum post-op.
 inline bool is_conv_residual(const ggml_tensor* op) {
     const ggml_tensor* conv = op->view_src;
     const ggml_tensor* r = op->src[1];
-    return op->op == GGML_OP_ADD && conv && r && conv->src[2] == r && conv_supported(conv) &&
+    return op->op == GGML_OP_ADD && conv && r && conv->src[2] == r && conv_like(conv) &&
            r->type == GGML_TYPE_F32 && ggml_is_contiguous(r) && ggml_are_same_shape(r, conv) && ggml_is_contiguous(op);
 }
 
@@ -266,7 +289,7 @@ inline int unary_activation_kind(const ggml_tensor* op) {
 inline bool is_conv_activation(const ggml_tensor* op) {
     const ggml_tensor* conv = op->view_src;
     bool act = op->op == GGML_OP_CLAMP || unary_activation_kind(op) != 0;
-    return act && conv && op->src[0] && (op->src[0] == conv || op->src[0]->view_src == conv) && conv_supported(conv) &&
+    return act && conv && op->src[0] && (op->src[0] == conv || op->src[0]->view_src == conv) && conv_like(conv) &&
            op->type == GGML_TYPE_F32 && ggml_is_contiguous(op) && ggml_nelements(op) == ggml_nelements(conv);
 }
 
@@ -391,31 +414,37 @@ inline void run_plan(Context& c, const ggml_tensor* node, std::initializer_list<
 // The plan of dst = act(conv(src[1], kernel src[0]) (+ bias, when given) (+ residual, when given)), written to `out`
 inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_tensor* bias, const ggml_tensor* residual,
                                const Activation& act, void* out) {
-    const ggml_tensor* k = dst->src[0];  // [KW, KH, IC, OC]
-    const ggml_tensor* x = dst->src[1];  // [W, H, C, N]
-    const int32_t* p = dst->op_params;   // s0, s1, p0, p1, d0, d1 (dim 0 = W)
+    // a CONV_2D(_DW), or the CONT of o2g::grouped_conv (kernel src[3], geometry its IM2COL's)
+    bool grouped = dst->op == GGML_OP_CONT;
+    const ggml_tensor* k = grouped ? dst->src[3] : dst->src[0];  // [KW, KH, IC / groups, OC]
+    const ggml_tensor* x = dst->src[1];                          // [W, H, C, N]
+    const int32_t* p = grouped ? grouped_im2col(dst)->op_params : dst->op_params;  // s0, s1, p0, p1, d0, d1 (dim 0 = W)
+    const int32_t* flags = dst->op_params;                                        // o2g::conv_chain's
     using dims = dnnl::memory::dims;
     bool dw = dst->op == GGML_OP_CONV_2D_DW;
+    int64_t G = grouped ? dst->op_params[o2g::kGroupedConv] : dw ? k->ne[3] : 1;
     dims src_d = {x->ne[3], x->ne[2], x->ne[1], x->ne[0]};
-    dims w_d =
-        dw ? dims{k->ne[3], 1, 1, k->ne[1], k->ne[0]} : dims{k->ne[3], k->ne[2], k->ne[1], k->ne[0]};  // dw: goihw
+    dims w_d = G > 1 ? dims{G, k->ne[3] / G, k->ne[2], k->ne[1], k->ne[0]}  // goihw (dw: k [KW, KH, 1, C])
+                     : dims{k->ne[3], k->ne[2], k->ne[1], k->ne[0]};
     dims dst_d = {dst->ne[3], dst->ne[2], dst->ne[1], dst->ne[0]};
     dims strides = {p[1], p[0]}, pads = {p[3], p[2]}, dil = {p[5] - 1, p[4] - 1};  // oneDNN dilation counts from 0
     using tag = dnnl::memory::format_tag;
     using dt = dnnl::memory::data_type;
-    dnnl::memory::desc src_md(src_d, dt::f32, tag::nchw), w_md(w_d, dt::f32, dw ? tag::goihw : tag::oihw),
+    dnnl::memory::desc src_md(src_d, dt::f32, tag::nchw), w_md(w_d, dt::f32, G > 1 ? tag::goihw : tag::oihw),
         dst_md(dst_d, dt::f32, tag::nchw);
     dnnl::memory::desc b_md({dst_d[1]}, dt::f32, tag::x);
-    Context::Key key = {dw,   src_d[0], src_d[1], src_d[2], src_d[3], dst_d[1], k->ne[1],        k->ne[0],
+    Context::Key key = {G,    src_d[0], src_d[1], src_d[2], src_d[3], dst_d[1], k->ne[1],        k->ne[0],
                         p[0], p[1],     p[2],     p[3],     p[4],     p[5],     bias != nullptr, residual != nullptr};
     // A convolution's output that only convolutions (or the residual sums of convolutions) read
     // stays in private_layout (o2g::conv_chain marks both ends): written and read with no reorder.
-    bool in_priv = p[o2g::kInPrivate] == 1, out_priv = p[o2g::kOutPrivate] == 1,
-         res_priv = residual && p[o2g::kResidualPrivate] == 1;
+    bool in_priv = flags[o2g::kInPrivate] == 1, out_priv = flags[o2g::kOutPrivate] == 1,
+         res_priv = residual && flags[o2g::kResidualPrivate] == 1;
     // Blocked layouts (reorders in and out, a reordered copy of the kernel) pay off on large
     // activation maps (measured: about 2x faster from 56x56 up, 1.3x at 32x32, none at 16x16); on
     // small ones the kernel copy would cost memory for little gain (the UNet's 32x32 latent: 0.5 GB).
-    if (in_priv || out_priv || res_priv || dw || x->ne[0] * x->ne[1] >= 56 * 56) {
+    // Depthwise and grouped convolutions take them always (oneDNN's NCHW kernels for them: a
+    // reference one, and a gemm-based one 2-4x slower than its blocked JIT kernels on regnet's shapes).
+    if (in_priv || out_priv || res_priv || G > 1 || x->ne[0] * x->ne[1] >= 56 * 56) {
         // the activation is the primitive's post-op (free in oneDNN's blocked kernels)
         int32_t lo_bits, hi_bits;
         std::memcpy(&lo_bits, &act.lo, 4);
@@ -454,23 +483,32 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
                     any_dst = whole && out_priv  ? private_layout(dst_d)
                               : whole && in_priv ? dnnl::memory::desc(bd, dt::f32, private_tag(src_d[1]))
                                                  : dnnl::memory::desc(bd, dt::f32, tag::any);
-                auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, any_src, any_w,
-                                                                b_md, any_dst, strides, dil, pl, pr)
-                              : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, any_src, any_w,
-                                                                any_dst, strides, dil, pl, pr);
                 // the post-ops an optimized kernel takes, in order of preference: the activation and the
                 // residual's binary add fused, then without the add, then (SiLU, HardSwish, Sigmoid: no
                 // depthwise kernel of oneDNN 2 takes them) without the activation, an eltwise pass after it
                 dnnl::convolution_forward::primitive_desc pd;
                 bool fused_act = true, fused_add = band_add;
-                for (int t = 0; t < 4; ++t) {
-                    fused_act = t < 2, fused_add = t % 2 == 0;
-                    if ((fused_add && !band_add) || (!fused_act && act.kind < 3)) continue;
-                    pd = dnnl::convolution_forward::primitive_desc(
-                        d, post_ops(fused_act ? act : Activation{}, residual != nullptr, fused_add ? &y_md : nullptr),
-                        c.eng);
-                    if (std::strncmp(pd.impl_info_str(), "ref", 3) != 0) break;
-                }
+                auto pick = [&](const dnnl::memory::desc& s_md, const dnnl::memory::desc& d_md) {
+                    auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, s_md,
+                                                                    any_w, b_md, d_md, strides, dil, pl, pr)
+                                  : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, s_md,
+                                                                    any_w, d_md, strides, dil, pl, pr);
+                    for (int t = 0; t < 4; ++t) {
+                        fused_act = t < 2, fused_add = t % 2 == 0;
+                        if ((fused_add && !band_add) || (!fused_act && act.kind < 3)) continue;
+                        pd = dnnl::convolution_forward::primitive_desc(
+                            d, post_ops(fused_act ? act : Activation{}, residual != nullptr, fused_add ? &y_md : nullptr),
+                            c.eng);
+                        if (std::strncmp(pd.impl_info_str(), "ref", 3) != 0) return true;
+                    }
+                    return false;
+                };
+                // a grouped convolution with no blocked kernel for its groups' channel counts (8 or 4 per group:
+                // regnet_y's, resnext's; onnx2ggml keeps those out of private-layout chains): its gemm-based
+                // kernel on NCHW, where its neighbours are, with no reorders
+                bool jit = pick(any_src, any_dst) && std::strncmp(pd.impl_info_str(), "x64:gemm", 8) != 0;
+                if (!jit && G > 1 && !dw)
+                    pick(dnnl::memory::desc(bs, dt::f32, tag::nchw), dnnl::memory::desc(bd, dt::f32, tag::nchw));
                 if (band_add && !fused_add) add = false;
                 return Context::Band{r0,
                                      r1,
@@ -490,7 +528,7 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
             // channels at 512x512): beyond the budget, the map is cut into bands of rows that fit it,
             // each its own primitive (same kernel), read and written through reorders.
             std::vector<Context::Band> bands;
-            bool wino = !dw && k->ne[0] == 3 && k->ne[1] == 3 && p[0] == 1 && p[1] == 1 && p[4] == 1 && p[5] == 1 &&
+            bool wino = G == 1 && k->ne[0] == 3 && k->ne[1] == 3 && p[0] == 1 && p[1] == 1 && p[4] == 1 && p[5] == 1 &&
                         c.wino_budget > 0 && dst_d[2] * dst_d[3] >= 196;
             try {
                 if (wino) {
@@ -1007,30 +1045,6 @@ inline void norm_rows(Context& c, const ggml_tensor* op) {
     c.strm.wait();
 }
 
-// ---- grouped convolutions (o2g::grouped_conv) ------------------------------------------------
-// onnx2ggml lowers a grouped convolution to IM2COL -> batched MUL_MAT -> CONT, the three marked,
-// with the convolution's x and w inputs of the CONT too: the CONT is computed here as one oneDNN
-// grouped convolution from x and w, and the IM2COL and MUL_MAT are skipped when their CONT is
-// computed here in the same graph (else they are computed, for whichever backend runs the CONT).
-inline bool grouped_supported(const ggml_tensor* op) {
-    const ggml_tensor* x = op->src[1];
-    const ggml_tensor* w = op->src[3];
-    return op->op_params[o2g::kGroupedConv] > 0 && x && w && op->type == GGML_TYPE_F32 && x->type == GGML_TYPE_F32 &&
-           w->type == GGML_TYPE_F32 && ggml_is_contiguous(x) && ggml_is_contiguous(w) && ggml_is_contiguous(op);
-}
-
-// Whether node i (n: a marked IM2COL or MUL_MAT) feeds a marked CONT among the next nodes of g
-inline bool grouped_output_follows(ggml_cgraph* g, int i, const ggml_tensor* n) {
-    int n_nodes = ggml_graph_n_nodes(g);
-    for (int j = i + 1; j < n_nodes && j < i + 32; ++j) {
-        const ggml_tensor* o = ggml_graph_node(g, j);
-        if (o->op != GGML_OP_CONT || !grouped_supported(o)) continue;
-        const ggml_tensor* mm = o->src[0]->view_src;
-        if (mm && (mm == n || (mm->src[1] && mm->src[1]->view_src == n))) return true;
-    }
-    return false;
-}
-
 // IM2COL (F32, 2D) when its grouped convolution's CONT runs elsewhere: dst [IC*KH*KW, OW, OH, N]
 // of x [IW, IH, IC, N], row (ic, kh, kw), zero outside the input
 inline bool im2col_supported(const ggml_tensor* op) {
@@ -1061,58 +1075,6 @@ inline void im2col(const ggml_tensor* dst) {
                         }
                     }
             }
-}
-
-inline void grouped_conv2d(Context& c, const ggml_tensor* dst) {
-    const ggml_tensor* x = dst->src[1];                                     // [IW, IH, C, N]
-    const ggml_tensor* w = dst->src[3];                                     // [KW, KH, C/G, M]
-    const int32_t* o = dst->src[0]->view_src->src[1]->view_src->op_params;  // the IM2COL's s0, s1, p0, p1, d0, d1
-    int64_t G = dst->op_params[o2g::kGroupedConv];
-    using dims = dnnl::memory::dims;
-    using tag = dnnl::memory::format_tag;
-    using dt = dnnl::memory::data_type;
-    dims src_d = {x->ne[3], x->ne[2], x->ne[1], x->ne[0]}, dst_d = {dst->ne[3], dst->ne[2], dst->ne[1], dst->ne[0]};
-    dims w_d = {G, w->ne[3] / G, w->ne[2], w->ne[1], w->ne[0]};  // goihw: group g's kernels are g*M/G ... (g+1)*M/G - 1
-    dims strides = {o[1], o[0]}, pads = {o[3], o[2]}, dil = {o[5] - 1, o[4] - 1};
-    dnnl::memory::desc src_md(src_d, dt::f32, tag::nchw), w_md(w_d, dt::f32, tag::goihw),
-        dst_md(dst_d, dt::f32, tag::nchw);
-    Context::Key key = {-5,     G,      src_d[0], src_d[1], src_d[2], src_d[3], dst_d[1], dst_d[2], dst_d[3],
-                        w_d[3], w_d[4], o[0],     o[1],     o[2],     o[3],     o[4],     o[5]};
-    // the layouts oneDNN picks (blocked where the groups' channel counts allow its JIT kernels: 2-4x
-    // its gemm-based NCHW kernel on regnet's and resnext's shapes), activations reordered in and out
-    auto it = c.grouped.find(key);
-    if (it == c.grouped.end()) {
-        dnnl::memory::desc any_s(src_d, dt::f32, tag::any), any_w(w_d, dt::f32, tag::any), any_d(dst_d, dt::f32, tag::any);
-        dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                          any_s, any_w, any_d, strides, dil, pads, pads);
-        dnnl::convolution_forward::primitive_desc pd(d, user_scratchpad(), c.eng);
-        if (std::strncmp(pd.impl_info_str(), "ref", 3) == 0 || std::strncmp(pd.impl_info_str(), "gemm", 4) == 0)
-            pd = dnnl::convolution_forward::primitive_desc(
-                dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                                src_md, w_md, dst_md, strides, dil, pads, pads),
-                user_scratchpad(), c.eng);
-        Context::Grouped gc{dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(), {}};
-        it = c.grouped.emplace(key, std::move(gc)).first;
-    }
-    Context::Grouped& gc = it->second;
-    dnnl::memory wm(w_md, c.eng, w->data);
-    if (gc.w != w_md) {
-        dnnl::memory& k = gc.weights[w->data];
-        if (!k) {
-            k = dnnl::memory(gc.w, c.eng);
-            dnnl::reorder(wm, k).execute(c.strm, wm, k);
-        }
-        wm = k;
-    }
-    bool rs = gc.src != src_md, rd = gc.dst != dst_md;
-    size_t sb = rs ? gc.src.get_size() : 0, db = rd ? gc.dst.get_size() : 0;
-    char* tmp = (rs || rd) ? c.reserve(sb + db) : nullptr;
-    dnnl::memory xm(src_md, c.eng, x->data), ym(dst_md, c.eng, dst->data);
-    dnnl::memory sm = rs ? dnnl::memory(gc.src, c.eng, tmp) : xm, dm = rd ? dnnl::memory(gc.dst, c.eng, tmp + sb) : ym;
-    if (rs) dnnl::reorder(xm, sm).execute(c.strm, xm, sm);
-    execute(c, gc.conv, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dm}});
-    if (rd) dnnl::reorder(dm, ym).execute(c.strm, dm, ym);
-    c.strm.wait();
 }
 
 // POOL_2D (ggml_pool_2d: padding p on both sides, MAX over the taps inside the input, AVG divided
@@ -1355,34 +1317,35 @@ inline ggml_status compute_nodes(Context& c, ggml_cgraph* g) {
         while (j < n_nodes && is_view_op(ggml_graph_node(g, j)->op)) ++j;
         return j;
     };
+    // a convolution (conv_like) at node i: the bias add, residual sum and activation that follow are in
+    // place (same memory): one primitive; i moves to the last of them
+    auto convolution = [&](int& i, ggml_tensor* n) {
+        const ggml_tensor* bias = nullptr;
+        int j = next(i + 1);
+        if (j < n_nodes && is_conv_bias(ggml_graph_node(g, j)) && ggml_graph_node(g, j)->src[0] == n) {
+            bias = ggml_graph_node(g, j)->src[1];
+            i = j;
+            j = next(i + 1);
+        }
+        const ggml_tensor* residual = nullptr;
+        if (j < n_nodes && is_conv_residual(ggml_graph_node(g, j)) && ggml_graph_node(g, j)->view_src == n) {
+            residual = ggml_graph_node(g, j)->src[1];
+            i = j;
+            j = next(i + 1);
+        }
+        const ggml_tensor* act = nullptr;
+        if (j < n_nodes && is_conv_activation(ggml_graph_node(g, j)) && ggml_graph_node(g, j)->view_src == n) {
+            act = ggml_graph_node(g, j);
+            i = j;
+        }
+        conv2d(c, n, bias, residual, activation_of(act), n->data);
+    };
     for (int i = 0; i < n_nodes; ++i) {
         ggml_tensor* n = ggml_graph_node(g, i);
         if ((n->flags & GGML_TENSOR_FLAG_COMPUTE) == 0) continue;
         switch (n->op) {
             case GGML_OP_CONV_2D:
-            case GGML_OP_CONV_2D_DW: {
-                // the bias add and the activation that follow are in place: same memory, one primitive
-                const ggml_tensor* bias = nullptr;
-                int j = next(i + 1);
-                if (j < n_nodes && is_conv_bias(ggml_graph_node(g, j)) && ggml_graph_node(g, j)->src[0] == n) {
-                    bias = ggml_graph_node(g, j)->src[1];
-                    i = j;
-                    j = next(i + 1);
-                }
-                const ggml_tensor* residual = nullptr;
-                if (j < n_nodes && is_conv_residual(ggml_graph_node(g, j)) && ggml_graph_node(g, j)->view_src == n) {
-                    residual = ggml_graph_node(g, j)->src[1];
-                    i = j;
-                    j = next(i + 1);
-                }
-                const ggml_tensor* act = nullptr;
-                if (j < n_nodes && is_conv_activation(ggml_graph_node(g, j)) && ggml_graph_node(g, j)->view_src == n) {
-                    act = ggml_graph_node(g, j);
-                    i = j;
-                }
-                conv2d(c, n, bias, residual, activation_of(act), n->data);
-                break;
-            }
+            case GGML_OP_CONV_2D_DW: convolution(i, n); break;
             case GGML_OP_GROUP_NORM: {
                 // its affine (MUL, then ADD) and SiLU in place after it: one pass
                 const ggml_tensor* fused[2] = {nullptr, nullptr};  // gamma, beta
@@ -1422,7 +1385,10 @@ inline ggml_status compute_nodes(Context& c, ggml_cgraph* g) {
             case GGML_OP_IM2COL:
                 if (!grouped_output_follows(g, i, n)) im2col(n);
                 break;
-            case GGML_OP_CONT: is_copy(n) ? copy_strided(n) : grouped_conv2d(c, n); break;
+            case GGML_OP_CONT:
+                if (is_copy(n)) copy_strided(n);
+                else convolution(i, n);  // (grouped_supported)
+                break;
             case GGML_OP_SOFT_MAX: softmax_rows(c, n); break;
             case GGML_OP_NORM: norm_rows(c, n); break;
             case GGML_OP_POOL_2D: pool2d(c, n); break;
