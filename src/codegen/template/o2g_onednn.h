@@ -503,11 +503,12 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
                     }
                     return false;
                 };
-                // a grouped convolution with no blocked kernel for its groups' channel counts (8 or 4 per group:
-                // regnet_y's, resnext's; onnx2ggml keeps those out of private-layout chains): its gemm-based
-                // kernel on NCHW, where its neighbours are, with no reorders
-                bool jit = pick(any_src, any_dst) && std::strncmp(pd.impl_info_str(), "x64:gemm", 8) != 0;
-                if (!jit && G > 1 && !dw)
+                // no blocked kernel: a grouped convolution with 8 or 4 channels per group (regnet_y's, resnext's;
+                // onnx2ggml keeps those out of private-layout chains), or a dilation whose kernel extent
+                // exceeds the map (deeplabv3's ASPP: rate 36 on 65x65; the reference kernel took minutes):
+                // the gemm-based kernel on NCHW (for a grouped one where its neighbours are: no reorders)
+                bool found = pick(any_src, any_dst);
+                if (!dw && (!found || (G > 1 && std::strncmp(pd.impl_info_str(), "x64:gemm", 8) == 0)))
                     pick(dnnl::memory::desc(bs, dt::f32, tag::nchw), dnnl::memory::desc(bd, dt::f32, tag::nchw));
                 if (band_add && !fused_add) add = false;
                 return Context::Band{r0,
