@@ -148,27 +148,7 @@ std::vector<float> fvals(OpCtx& c, int i) { return c.cval(i).cast(DType::F32).to
 #endif
 using v16 = float __attribute__((vector_size(64)));
 
-// y[j] = bias[j] + w[j] . x for m rows w[j] of n values (rows apart by n)
-O2G_VECTOR_CLONES void rows_dot(const float* w, int64_t m, int64_t n, const float* x, const float* bias, float* y) {
-    for (int64_t j = 0; j < m; ++j) {
-        const float* a = w + j * n;
-        v16 s0 = {}, s1 = {};
-        int64_t i = 0;
-        for (; i + 32 <= n; i += 32) {
-            v16 a0, a1, x0, x1;
-            std::memcpy(&a0, a + i, 64), std::memcpy(&a1, a + i + 16, 64);
-            std::memcpy(&x0, x + i, 64), std::memcpy(&x1, x + i + 16, 64);
-            s0 += a0 * x0, s1 += a1 * x1;
-        }
-        s0 += s1;
-        float r = 0;
-        for (int k = 0; k < 16; ++k) r += s0[k];
-        for (; i < n; ++i) r += a[i] * x[i];
-        y[j] = (bias ? bias[j] : 0.0f) + r;
-    }
-}
-
-// R's rows [j0, j1) packed for h R^T: blocks of up to 128 rows, each block stored transposed ([H][width],
+// Rows [j0, j1) of R (or W) packed for h R^T (x W^T): blocks of up to 128 rows, each block stored transposed ([H][width],
 // contiguous), so a block's outputs stay in vector registers while the block streams by in order
 struct PackedRows {
     int64_t rows = 0, n = 0;
@@ -267,7 +247,7 @@ std::vector<T> vals(OpCtx& c, int i, int64_t n) {
 }
 
 // The recurrence in T: float32 as the model (PyTorch and ONNX Runtime compute it so), float64 for double
-// models and compare's float64 reference. The products are float32 either way (rows_dot).
+// models and compare's float64 reference. The products are float32 either way (packed_matvec).
 template <class T>
 void eval_rnn_as(OpCtx& c, Rnn::Kind kind) {
     Rnn r = rnn_dims(c, kind);
@@ -351,9 +331,11 @@ void eval_rnn_as(OpCtx& c, Rnn::Kind kind) {
         const float* wb = Bias.data() + d * 2 * G * H;
         const float* rb = wb + G * H;
         const Act* a = acts.data() + d * nact;
-        if (!pre)
+        if (!pre) {  // (a constant X: folded at specialization)
+            PackedRows pw(W.data() + d * G * H * I, 0, G * H, I);
             for (int64_t row = 0; row < S * B; ++row)
-                rows_dot(W.data() + d * G * H * I, G * H, I, X.data() + row * I, wb, GXd.data() + row * G * H);
+                packed_matvec(pw.data.data(), G * H, I, X.data() + row * I, wb, GXd.data() + row * G * H);
+        }
         std::vector<float> gh(static_cast<size_t>(G * H)), hf(static_cast<size_t>(H));
         // gate values, one row of H each: the pre-activations, then the activations in place
         const size_t hn = static_cast<size_t>(H);
