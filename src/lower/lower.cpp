@@ -92,7 +92,7 @@ ggml_tensor* LowerCtx::fused_behind(int i, Fused kind) {
                       (s->op == GGML_OP_CONT && s->op_params[o2g::kGroupedConv] > 0));
     bool op = kind == Fused::Conv   ? conv
               : kind == Fused::Norm ? s && s->op == GGML_OP_GROUP_NORM
-                                    : conv || (s && s->op == GGML_OP_POOL_2D);
+                                    : conv || (s && (s->op == GGML_OP_POOL_2D || s->op == GGML_OP_MUL));
     if (!op || s->type != GGML_TYPE_F32) return nullptr;
     auto it = st_.fused_value.find(s);
     bool whole = ggml_is_contiguous(t) &&

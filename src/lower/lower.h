@@ -84,7 +84,8 @@ public:
     ggml_tensor* binary(Bin op, int ia, int ib) { return binary(op, x(ia), shape(ia), x(ib), shape(ib)); }
 
 private:
-    // a convolution, a GroupNorm, or either a convolution or a pooling (a private layout's producers)
+    // a convolution, a GroupNorm, or a private layout's producer: a convolution, a pooling or a channel
+    // product (a Mul by one value per channel, ops/elementwise.cpp)
     enum class Fused { Conv, Norm, Private };
     ggml_tensor* fused_behind(int i, Fused kind);
     // the producers input i holds the output of in a private layout (see reads_private, joins_private)

@@ -297,6 +297,27 @@ ggml_tensor* scalar_binary(Lc& c, LowerCtx::Bin bin) {
     return nullptr;
 }
 
+// Mul(x, s) with x a 4-D map [N, C, H, W] and s one value per channel ([N or 1, C, 1, 1] or fewer dims): a
+// squeeze-excitation block's scale. One MUL of x by s that reads x, and writes its output, in a backend's
+// private layout where x's producer and the product's readers keep one (LowerCtx::reads_private: the oneDNN
+// backend then keeps the block's convolutions in the blocked layout). nullptr otherwise.
+ggml_tensor* channel_product(Lc& c) {
+    const Shape& so = c.out(0).shape;
+    if (so.size() != 4 || c.dtype(0) != DType::F32 || c.dtype(1) != DType::F32) return nullptr;
+    for (int i = 0; i < 2; ++i) {
+        if (c.shape(i) != so || c.shape(1 - i).size() > 4) continue;
+        Shape s4 = align_rank(c.shape(1 - i), 4);
+        if (s4[1] != so[1] || s4[2] != 1 || s4[3] != 1 || (s4[0] != 1 && s4[0] != so[0])) continue;
+        ggml_tensor* x = c.x(i);
+        if (!ggml_is_contiguous(x)) return nullptr;
+        ggml_tensor* y = G(c.b, ggml_mul, c.reshape(x, so), c.reshape(c.x(1 - i), s4));
+        if (c.reshape(x, so) == x) c.reads_private(i, y);
+        c.overwrote(y);
+        return y;
+    }
+    return nullptr;
+}
+
 void binary(Registry& r, const std::string& op, FloatFn ff, IntFn fi, LowerCtx::Bin bin, bool lowerable = true) {
     OpDef d;
     d.op_type = op;
@@ -308,7 +329,9 @@ void binary(Registry& r, const std::string& op, FloatFn ff, IntFn fi, LowerCtx::
             if (c.dtype(0) != DType::F32)
                 c.fail_unsupported(std::string("device arithmetic on ") + dtype_name(c.dtype(0)) +
                                    " tensors is not supported");
-            ggml_tensor* y = bin == LowerCtx::Bin::Add ? residual_add(c) : nullptr;
+            ggml_tensor* y = bin == LowerCtx::Bin::Add   ? residual_add(c)
+                             : bin == LowerCtx::Bin::Mul ? channel_product(c)
+                                                         : nullptr;
             if (!y) y = scalar_binary(c, bin);
             c.set(0, y ? y : c.binary(bin, c.x(0), operand_shape(c, 0), c.x(1), operand_shape(c, 1)));
         };

@@ -166,6 +166,25 @@ TEST(OneDNN, ChainPrivateLayouts) {
     });
 }
 
+// A squeeze-excitation product (ops/elementwise.cpp channel_product): MUL of a convolution's output by one value
+// per channel (and per batch, or one for all), reading and writing the private layout or NCHW as o2g::conv_chain
+// marks either side, for channel counts that are a multiple of the block, padded to one, or NHWC
+TEST(OneDNN, ChannelProduct) {
+    for (int64_t C : {48, 24, 8})
+        for (int mode = 0; mode < 3; ++mode)  // 0: private in and out, 1: NCHW in, 2: NCHW out (a graph output)
+            check([C, mode](ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn) {
+                ggml_tensor *c1, *c2;
+                ggml_tensor* y = conv(ctx, ins, dnn, {9, 7, 5, 2, C, 3}, input(ctx, ins, 9, 7, 5, 2), &c1);
+                ggml_tensor* p = ggml_mul(ctx, y, input(ctx, ins, 1, 1, C, mode == 1 ? 1 : 2));
+                dnn.push_back(p);
+                if (mode != 1) o2g::conv_chain(ctx, c1, p);
+                if (mode == 2) return p;
+                y = conv(ctx, ins, dnn, {9, 7, C, 2, 16, 1, 1, 0}, p, &c2);
+                o2g::conv_chain(ctx, p, c2);
+                return y;
+            });
+}
+
 // GROUP_NORM + per-channel affine (MUL, ADD in place) + SiLU in place, as lower_group_norm and the
 // SiLU fusion emit them; 30 channels in 8 groups: ggml's groups of ceil(30 / 8) = 4, the last of 2
 TEST(OneDNN, GroupNormAffineSilu) {

@@ -882,6 +882,97 @@ inline void add_bias(Context& c, const ggml_tensor* op) {
         for (int64_t j = 0, c0 = (r / hw) % groups * run; j < run && c0 + j < C; ++j) y[r * run + j] += b[c0 + j];
 }
 
+// MUL of a map [W, H, C, N] by one value per channel (src1 [1, 1, C, N or 1]: a squeeze-excitation block's
+// scale) whose map or product o2g::conv_chain keeps in private_layout (onnx2ggml's channel products, see
+// LowerCtx::reads_private): the product reads and writes the layouts the flags say, so a squeeze-excitation
+// block's convolutions keep the blocked layout. The same float product per element as binary().
+inline bool is_channel_product(const ggml_tensor* op) {
+    const ggml_tensor* s = op->src[1];
+    return op->op == GGML_OP_MUL && (op->op_params[o2g::kInPrivate] == 1 || op->op_params[o2g::kOutPrivate] == 1) &&
+           op->type == GGML_TYPE_F32 && op->src[0]->type == GGML_TYPE_F32 && s && s->type == GGML_TYPE_F32 &&
+           ggml_are_same_shape(op, op->src[0]) && ggml_is_contiguous(op) && ggml_is_contiguous(op->src[0]) &&
+           ggml_is_contiguous(s) && s->ne[0] == 1 && s->ne[1] == 1 && s->ne[2] == op->ne[2] &&
+           (s->ne[3] == 1 || s->ne[3] == op->ne[3]);
+}
+inline void channel_product(Context& c, const ggml_tensor* op) {
+    const ggml_tensor* x = op->src[0];
+    const float* s = static_cast<const float*>(op->src[1]->data);
+    int64_t hw = op->ne[0] * op->ne[1], C = op->ne[2], N = op->ne[3], sN = op->src[1]->ne[3] == 1 ? 0 : C;
+    // a layout as strides: element (n, ch, p) at n * sn + ch / blk * sb + ch % blk * sc + p * sp; its
+    // channels padded to cp (a blocked private_layout's padding channels, written 0 on output)
+    struct Layout {
+        float* d;
+        int64_t blk, cp, sn, sb, sc, sp;
+    };
+    auto layout = [&](bool priv, void* data) -> Layout {
+        if (!priv) return {static_cast<float*>(data), C, C, C * hw, 0, hw, 1};
+        float* d = static_cast<float*>(
+            private_memory(c, private_layout({N, C, op->ne[1], op->ne[0]}), data).get_data_handle());
+        if (!private_blocked(C)) return {d, C, C, C * hw, 0, 1, C};  // NHWC
+        int64_t b = channel_block(), cp = (C + b - 1) / b * b;
+        return {d, b, cp, cp * hw, b * hw, 1, b};
+    };
+    Layout in = layout(op->op_params[o2g::kInPrivate] == 1, x->data),
+           out = layout(op->op_params[o2g::kOutPrivate] == 1, op->data);
+    bool same = in.sb == out.sb && in.sc == out.sc && in.sp == out.sp;
+    if (same && in.blk <= 64) {  // one layout: runs of blk channels (NHWC only for a few: see private_blocked)
+        int64_t blk = in.blk, groups = in.cp / blk;
+#pragma omp parallel for
+        for (int64_t r = 0; r < N * groups; ++r) {
+            int64_t n = r / groups, c0 = r % groups * blk;
+            float v[64];
+            for (int64_t j = 0; j < blk; ++j) v[j] = c0 + j < C ? s[n * sN + c0 + j] : 0.0f;
+            const float* xr = in.d + n * in.sn + c0 / blk * in.sb;
+            float* yr = out.d + n * out.sn + c0 / blk * out.sb;
+            if (in.sc == 1)
+                for (int64_t p = 0; p < hw; ++p)
+                    for (int64_t j = 0; j < blk; ++j) yr[p * blk + j] = xr[p * blk + j] * v[j];
+            else
+                for (int64_t j = 0; j < blk; ++j)
+                    for (int64_t p = 0; p < hw; ++p) yr[j * hw + p] = xr[j * hw + p] * v[j];
+        }
+        return;
+    }
+    // layouts differ: an input at the output's own address (ggml's allocator reuses it) read from a copy in
+    // the arena
+    const float* xd = in.d;
+    if (in.d == out.d) {
+        size_t bytes = size_t(N * in.sn) * sizeof(float);
+        float* copy = reinterpret_cast<float*>(c.reserve(bytes));
+        std::memcpy(copy, in.d, bytes);
+        xd = copy;
+    }
+    auto in_at = [&](int64_t n, int64_t ch) { return xd + n * in.sn + ch / in.blk * in.sb + ch % in.blk * in.sc; };
+    if (out.sc != 1) {  // NCHW output: a channel's positions contiguous
+#pragma omp parallel for
+        for (int64_t r = 0; r < N * C; ++r) {
+            int64_t n = r / C, ch = r % C;
+            float v = s[n * sN + ch];
+            const float* xr = in_at(n, ch);
+            float* yr = out.d + n * out.sn + ch * out.sc;
+            for (int64_t p = 0; p < hw; ++p) yr[p] = xr[p * in.sp] * v;
+        }
+        return;
+    }
+    // a blocked or NHWC output: a position's channels of a run contiguous; positions in chunks
+    const int64_t blk = out.blk, groups = out.cp / blk, chunk = 256, chunks = (hw + chunk - 1) / chunk;
+#pragma omp parallel for
+    for (int64_t r = 0; r < N * groups * chunks; ++r) {
+        int64_t n = r / (groups * chunks), c0 = r / chunks % groups * blk, p0 = r % chunks * chunk;
+        int64_t p1 = std::min(hw, p0 + chunk);
+        float* yr = out.d + n * out.sn + c0 / blk * out.sb;
+        for (int64_t j = 0; j < blk; ++j) {
+            if (c0 + j >= C) {
+                for (int64_t p = p0; p < p1; ++p) yr[p * out.sp + j] = 0.0f;
+                continue;
+            }
+            float v = s[n * sN + c0 + j];
+            const float* xr = in_at(n, c0 + j);
+            for (int64_t p = p0; p < p1; ++p) yr[p * out.sp + j] = xr[p * in.sp] * v;
+        }
+    }
+}
+
 // MUL_MAT: dst[.., M, N] = src1[.., M, K] x src0[.., N, K]^T, each operand read through its strides
 // (views such as attention's K need no copy). src0's batch dims must equal src1's or be 1 (oneDNN
 // broadcasting). F32 only: F16 weights (--weights f16) stay on ggml's CPU kernels, which read them
@@ -1364,7 +1455,11 @@ inline ggml_status compute_nodes(Context& c, ggml_cgraph* g) {
                 group_norm(c, n, fused[0], fused[1], act);
                 break;
             }
-            case GGML_OP_MUL: is_norm_affine(n) ? channel_op(n) : binary(n); break;
+            case GGML_OP_MUL:
+                is_norm_affine(n)       ? channel_op(n)
+                : is_channel_product(n) ? channel_product(c, n)
+                                        : binary(n);
+                break;
             case GGML_OP_ADD:
                 is_conv_residual(n) ? add_residual(c, n)
                 : is_norm_affine(n) ? channel_op(n)
@@ -1479,7 +1574,7 @@ inline bool dev_supports_op(ggml_backend_dev_t, const ggml_tensor* op) {
         case GGML_OP_CONV_2D:
         case GGML_OP_CONV_2D_DW: return conv_supported(op);
         case GGML_OP_ADD: return is_conv_bias(op) || is_conv_residual(op) || is_norm_affine(op) || is_binary(op);
-        case GGML_OP_MUL: return is_norm_affine(op) || is_binary(op);
+        case GGML_OP_MUL: return is_norm_affine(op) || is_channel_product(op) || is_binary(op);
         case GGML_OP_SUB:
         case GGML_OP_DIV: return is_binary(op);
         case GGML_OP_GROUP_NORM: return norm_supported(op);
