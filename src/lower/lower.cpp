@@ -90,9 +90,10 @@ ggml_tensor* LowerCtx::fused_behind(int i, Fused kind) {
     ggml_tensor* s = t && t->view_src ? t->view_src : t;
     bool conv = s && (s->op == GGML_OP_CONV_2D || s->op == GGML_OP_CONV_2D_DW ||
                       (s->op == GGML_OP_CONT && s->op_params[o2g::kGroupedConv] > 0));
-    bool op = kind == Fused::Conv   ? conv
-              : kind == Fused::Norm ? s && s->op == GGML_OP_GROUP_NORM
-                                    : conv || (s && (s->op == GGML_OP_POOL_2D || s->op == GGML_OP_MUL));
+    bool op = kind == Fused::Conv      ? conv
+              : kind == Fused::Norm    ? s && s->op == GGML_OP_GROUP_NORM
+              : kind == Fused::Product ? s && s->op == GGML_OP_MUL
+                                       : conv || (s && (s->op == GGML_OP_POOL_2D || s->op == GGML_OP_MUL));
     if (!op || s->type != GGML_TYPE_F32) return nullptr;
     auto it = st_.fused_value.find(s);
     bool whole = ggml_is_contiguous(t) &&

@@ -44,6 +44,9 @@ public:
     // The same for a GGML_OP_GROUP_NORM (F32) whose output input i is, in place (any shape of its
     // elements: GroupNorm's lowering reshapes it back to the input's).
     ggml_tensor* norm_behind(int i) { return fused_behind(i, Fused::Norm); }
+    // The same for a channel product (a MUL by one value per channel: channel_product in ops/elementwise.cpp,
+    // BatchNormalization's scale) that overwrote registered: an activation may follow it in place.
+    ggml_tensor* product_behind(int i) { return fused_behind(i, Fused::Product); }
     // Output `out` holds `node`'s output now (a convolution's or GroupNorm's), overwritten in place
     // (a bias, a ReLU, a residual sum, an affine, a SiLU): the backends fuse such chains.
     void overwrote(ggml_tensor* node, int out = 0) { st_.fused_value[node] = this->node().outputs[size_t(out)]; }
@@ -86,7 +89,7 @@ public:
 private:
     // a convolution, a GroupNorm, or a private layout's producer: a convolution, a pooling or a channel
     // product (a Mul by one value per channel, ops/elementwise.cpp)
-    enum class Fused { Conv, Norm, Private };
+    enum class Fused { Conv, Norm, Product, Private };
     ggml_tensor* fused_behind(int i, Fused kind);
     // the producers input i holds the output of in a private layout (see reads_private, joins_private)
     std::vector<ggml_tensor*> private_producers(int i);

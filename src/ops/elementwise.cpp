@@ -45,11 +45,13 @@ void unary(Registry& r, const std::string& op, std::function<double(OpCtx&, doub
 
 double erf_d(double x) { return std::erf(x); }
 
-// An activation whose input is a convolution's output (its bias add is in place on it) read by
-// nothing else overwrites that output: the oneDNN backend then runs it as the convolution's
-// post-op, and every other backend computes the same values in place.
+// An activation whose input is a convolution's output (its bias add is in place on it), or a channel
+// product's (a BatchNormalization's scale and shift), read by nothing else overwrites that output: the
+// oneDNN backend then runs it as the convolution's post-op (in the product's pass), and every other
+// backend computes the same values in place.
 ggml_tensor* activation_in_place(Lc& c, ggml_tensor* x, const std::function<ggml_tensor*(bool)>& op) {
-    ggml_tensor* conv = c.sole_reader(0) && x == c.x(0) ? c.conv_behind(0) : nullptr;
+    ggml_tensor* conv = nullptr;
+    if (c.sole_reader(0) && x == c.x(0)) conv = c.conv_behind(0) ? c.conv_behind(0) : c.product_behind(0);
     if (conv) c.overwrote(conv);
     return op(conv != nullptr);
 }

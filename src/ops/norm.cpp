@@ -123,7 +123,18 @@ O2G_OP_FAMILY(norm) {
             }
             Shape ps(c.rank(0) - 1, 1);
             ps[0] = C;
-            ggml_tensor* y = c.binary(LowerCtx::Bin::Mul, c.x(0), c.shape(0), c.constant(Tensor::from_f32(s, ps)), ps);
+            ggml_tensor* x = c.x(0);
+            if (c.rank(0) == 4 && c.dtype(0) == DType::F32 && C > 1 && ggml_is_contiguous(x) && !c.graph_output(0)) {
+                // a channel product (see channel_product in elementwise.cpp) with the shift in place on it: the
+                // oneDNN backend reads and writes them (and a ReLU after them) in one pass, in the layouts its
+                // convolutions keep (a BatchNormalization after a convolution is folded into it before this)
+                ggml_tensor* y = G(c.b, ggml_mul, x, c.constant(Tensor::from_f32(s, {1, C, 1, 1})));
+                c.reads_private(0, y);
+                c.set(0, G(c.b, ggml_add_inplace, y, c.constant(Tensor::from_f32(b, {1, C, 1, 1}))));
+                c.overwrote(y);
+                return;
+            }
+            ggml_tensor* y = c.binary(LowerCtx::Bin::Mul, x, c.shape(0), c.constant(Tensor::from_f32(s, ps)), ps);
             y = c.binary(LowerCtx::Bin::Add, y, c.shape(0), c.constant(Tensor::from_f32(b, ps)), ps);
             c.set(0, y);
         };

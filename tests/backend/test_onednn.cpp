@@ -168,21 +168,28 @@ TEST(OneDNN, ChainPrivateLayouts) {
 
 // A squeeze-excitation product (ops/elementwise.cpp channel_product): MUL of a convolution's output by one value
 // per channel (and per batch, or one for all), reading and writing the private layout or NCHW as o2g::conv_chain
-// marks either side, for channel counts that are a multiple of the block, padded to one, or NHWC
+// marks either side, for channel counts that are a multiple of the block, padded to one, or NHWC; and a
+// BatchNormalization's (ops/norm.cpp): the same with a per-channel ADD and a ReLU or Clip in place on it
 TEST(OneDNN, ChannelProduct) {
-    for (int64_t C : {48, 24, 8})
-        for (int mode = 0; mode < 3; ++mode)  // 0: private in and out, 1: NCHW in, 2: NCHW out (a graph output)
-            check([C, mode](ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn) {
-                ggml_tensor *c1, *c2;
-                ggml_tensor* y = conv(ctx, ins, dnn, {9, 7, 5, 2, C, 3}, input(ctx, ins, 9, 7, 5, 2), &c1);
-                ggml_tensor* p = ggml_mul(ctx, y, input(ctx, ins, 1, 1, C, mode == 1 ? 1 : 2));
-                dnn.push_back(p);
-                if (mode != 1) o2g::conv_chain(ctx, c1, p);
-                if (mode == 2) return p;
-                y = conv(ctx, ins, dnn, {9, 7, C, 2, 16, 1, 1, 0}, p, &c2);
-                o2g::conv_chain(ctx, p, c2);
-                return y;
-            });
+    for (int affine = 0; affine < 3; ++affine)  // 0: the product alone, 1: + bias + ReLU, 2: + bias + Clip(0, 6)
+        for (int64_t C : {48, 24, 8})
+            for (int mode = 0; mode < 3; ++mode)  // 0: private in and out, 1: NCHW in, 2: NCHW out (a graph output)
+                check([C, mode, affine](ggml_context* ctx, std::vector<ggml_tensor*>& ins,
+                                        std::vector<ggml_tensor*>& dnn) {
+                    ggml_tensor *c1, *c2;
+                    ggml_tensor* y = conv(ctx, ins, dnn, {9, 7, 5, 2, C, 3}, input(ctx, ins, 9, 7, 5, 2), &c1);
+                    ggml_tensor* p = ggml_mul(ctx, y, input(ctx, ins, 1, 1, C, mode == 1 ? 1 : 2));
+                    dnn.push_back(p);
+                    if (mode != 1) o2g::conv_chain(ctx, c1, p);
+                    ggml_tensor* q = p;
+                    if (affine) dnn.push_back(q = ggml_add_inplace(ctx, q, input(ctx, ins, 1, 1, C, 1)));
+                    if (affine == 1) dnn.push_back(q = ggml_relu_inplace(ctx, q));
+                    if (affine == 2) dnn.push_back(q = ggml_clamp_inplace(ctx, q, 0.f, 6.f));
+                    if (mode == 2) return q;
+                    y = conv(ctx, ins, dnn, {9, 7, C, 2, 16, 1, 1, 0}, q, &c2);
+                    o2g::conv_chain(ctx, p, c2);
+                    return y;
+                });
 }
 
 // GROUP_NORM + per-channel affine (MUL, ADD in place) + SiLU in place, as lower_group_norm and the

@@ -241,6 +241,20 @@ inline const ggml_tensor* grouped_im2col(const ggml_tensor* op) { return op->src
 // a convolution this backend computes: CONV_2D, CONV_2D_DW, or a grouped one
 inline bool conv_like(const ggml_tensor* op) { return conv_supported(op) || grouped_supported(op); }
 
+// MUL of a map [W, H, C, N] by one value per channel (src1 [1, 1, C, N or 1]: a squeeze-excitation block's
+// scale, a BatchNormalization's that no convolution precedes): onnx2ggml's channel products (ops/elementwise.cpp,
+// ops/norm.cpp). o2g::conv_chain may keep its map or its product in private_layout, and a per-channel bias
+// add and an activation in place on it (is_conv_bias, is_conv_activation) run in the same pass (channel_product).
+inline bool is_channel_product(const ggml_tensor* op) {
+    const ggml_tensor* s = op->src[1];
+    return op->op == GGML_OP_MUL && op->type == GGML_TYPE_F32 && op->src[0]->type == GGML_TYPE_F32 && s &&
+           s->type == GGML_TYPE_F32 && ggml_are_same_shape(op, op->src[0]) && ggml_is_contiguous(op) &&
+           ggml_is_contiguous(op->src[0]) && ggml_is_contiguous(s) && s->ne[0] == 1 && s->ne[1] == 1 &&
+           s->ne[2] == op->ne[2] && (s->ne[3] == 1 || s->ne[3] == op->ne[3]) && op->ne[2] > 1;
+}
+// what the per-channel bias and the activation of is_conv_bias / is_conv_activation are in place on
+inline bool in_place_target(const ggml_tensor* op) { return conv_like(op) || is_channel_product(op); }
+
 
 // Whether node i (n: a marked IM2COL or MUL_MAT) feeds a marked CONT among the next nodes of g
 inline bool grouped_output_follows(ggml_cgraph* g, int i, const ggml_tensor* n) {
@@ -259,7 +273,7 @@ inline bool grouped_output_follows(ggml_cgraph* g, int i, const ggml_tensor* n) 
 inline bool is_conv_bias(const ggml_tensor* op) {
     const ggml_tensor* conv = op->src[0];
     const ggml_tensor* b = op->src[1];
-    return op->op == GGML_OP_ADD && conv && b && op->view_src == conv && conv_like(conv) &&
+    return op->op == GGML_OP_ADD && conv && b && op->view_src == conv && in_place_target(conv) &&
            b->type == GGML_TYPE_F32 && ggml_is_contiguous(b) && b->ne[0] == 1 && b->ne[1] == 1 &&
            b->ne[2] == conv->ne[2] && b->ne[3] == 1;
 }
@@ -289,7 +303,7 @@ inline int unary_activation_kind(const ggml_tensor* op) {
 inline bool is_conv_activation(const ggml_tensor* op) {
     const ggml_tensor* conv = op->view_src;
     bool act = op->op == GGML_OP_CLAMP || unary_activation_kind(op) != 0;
-    return act && conv && op->src[0] && (op->src[0] == conv || op->src[0]->view_src == conv) && conv_like(conv) &&
+    return act && conv && op->src[0] && (op->src[0] == conv || op->src[0]->view_src == conv) && in_place_target(conv) &&
            op->type == GGML_TYPE_F32 && ggml_is_contiguous(op) && ggml_nelements(op) == ggml_nelements(conv);
 }
 
@@ -882,24 +896,24 @@ inline void add_bias(Context& c, const ggml_tensor* op) {
         for (int64_t j = 0, c0 = (r / hw) % groups * run; j < run && c0 + j < C; ++j) y[r * run + j] += b[c0 + j];
 }
 
-// MUL of a map [W, H, C, N] by one value per channel (src1 [1, 1, C, N or 1]: a squeeze-excitation block's
-// scale) whose map or product o2g::conv_chain keeps in private_layout (onnx2ggml's channel products, see
-// LowerCtx::reads_private): the product reads and writes the layouts the flags say, so a squeeze-excitation
-// block's convolutions keep the blocked layout. The same float product per element as binary().
-inline bool is_channel_product(const ggml_tensor* op) {
-    const ggml_tensor* s = op->src[1];
-    return op->op == GGML_OP_MUL && (op->op_params[o2g::kInPrivate] == 1 || op->op_params[o2g::kOutPrivate] == 1) &&
-           op->type == GGML_TYPE_F32 && op->src[0]->type == GGML_TYPE_F32 && s && s->type == GGML_TYPE_F32 &&
-           ggml_are_same_shape(op, op->src[0]) && ggml_is_contiguous(op) && ggml_is_contiguous(op->src[0]) &&
-           ggml_is_contiguous(s) && s->ne[0] == 1 && s->ne[1] == 1 && s->ne[2] == op->ne[2] &&
-           (s->ne[3] == 1 || s->ne[3] == op->ne[3]);
-}
-inline void channel_product(Context& c, const ggml_tensor* op) {
+// is_channel_product: y = act(x * s + b) in one pass (b: the bias of is_conv_bias in place on it, may be null; act:
+// the activation of is_conv_activation in place on it), reading and writing the layouts o2g::conv_chain marks
+// (NCHW, or private_layout: blocked, padded or NHWC). The same float operations per element as ggml's MUL, ADD and
+// ReLU/Clip (the others: oneDNN's eltwise after the pass, as for a convolution's activation run alone).
+inline void channel_product(Context& c, const ggml_tensor* op, const ggml_tensor* bias, const Activation& act) {
     const ggml_tensor* x = op->src[0];
     const float* s = static_cast<const float*>(op->src[1]->data);
+    const float* bv = bias ? static_cast<const float*>(bias->data) : nullptr;
     int64_t hw = op->ne[0] * op->ne[1], C = op->ne[2], N = op->ne[3], sN = op->src[1]->ne[3] == 1 ? 0 : C;
-    // a layout as strides: element (n, ch, p) at n * sn + ch / blk * sb + ch % blk * sc + p * sp; its
-    // channels padded to cp (a blocked private_layout's padding channels, written 0 on output)
+    const int kind = act.kind < 3 ? act.kind : 0;
+    const float lo = act.lo, hi = act.hi;
+    auto f = [=](float v, float k, float b) {
+        float y = v * k;
+        if (bv) y = y + b;
+        return kind == 0 ? y : kind == 1 ? (y > 0 ? y : 0.0f) : std::min(std::max(y, lo), hi);
+    };
+    // a layout as strides: element (n, ch, p) at n * sn + ch / blk * sb + ch % blk * sc + p * sp; its channels
+    // padded to cp (a blocked private_layout's padding channels: written as f(0, 0, 0), finite)
     struct Layout {
         float* d;
         int64_t blk, cp, sn, sb, sc, sp;
@@ -915,61 +929,61 @@ inline void channel_product(Context& c, const ggml_tensor* op) {
     Layout in = layout(op->op_params[o2g::kInPrivate] == 1, x->data),
            out = layout(op->op_params[o2g::kOutPrivate] == 1, op->data);
     bool same = in.sb == out.sb && in.sc == out.sc && in.sp == out.sp;
-    if (same && in.blk <= 64) {  // one layout: runs of blk channels (NHWC only for a few: see private_blocked)
-        int64_t blk = in.blk, groups = in.cp / blk;
-#pragma omp parallel for
-        for (int64_t r = 0; r < N * groups; ++r) {
-            int64_t n = r / groups, c0 = r % groups * blk;
-            float v[64];
-            for (int64_t j = 0; j < blk; ++j) v[j] = c0 + j < C ? s[n * sN + c0 + j] : 0.0f;
-            const float* xr = in.d + n * in.sn + c0 / blk * in.sb;
-            float* yr = out.d + n * out.sn + c0 / blk * out.sb;
-            if (in.sc == 1)
-                for (int64_t p = 0; p < hw; ++p)
-                    for (int64_t j = 0; j < blk; ++j) yr[p * blk + j] = xr[p * blk + j] * v[j];
-            else
-                for (int64_t j = 0; j < blk; ++j)
-                    for (int64_t p = 0; p < hw; ++p) yr[j * hw + p] = xr[j * hw + p] * v[j];
-        }
-        return;
-    }
-    // layouts differ: an input at the output's own address (ggml's allocator reuses it) read from a copy in
-    // the arena
+    // an input at the output's own address (ggml's allocator reuses it) in another layout: read from a copy in the
+    // arena (the same layout is read and written element by element)
     const float* xd = in.d;
-    if (in.d == out.d) {
+    if (in.d == out.d && !same) {
         size_t bytes = size_t(N * in.sn) * sizeof(float);
         float* copy = reinterpret_cast<float*>(c.reserve(bytes));
         std::memcpy(copy, in.d, bytes);
         xd = copy;
     }
     auto in_at = [&](int64_t n, int64_t ch) { return xd + n * in.sn + ch / in.blk * in.sb + ch % in.blk * in.sc; };
-    if (out.sc != 1) {  // NCHW output: a channel's positions contiguous
+    if (same && in.sc == 1 && in.blk <= 64) {  // blocked (or NHWC, a few channels: private_blocked) both sides
+        int64_t blk = in.blk, groups = in.cp / blk;
+#pragma omp parallel for
+        for (int64_t r = 0; r < N * groups; ++r) {
+            int64_t n = r / groups, c0 = r % groups * blk;
+            float k[64], b[64];
+            for (int64_t j = 0; j < blk; ++j) {
+                k[j] = c0 + j < C ? s[n * sN + c0 + j] : 0.0f;
+                b[j] = bv && c0 + j < C ? bv[c0 + j] : 0.0f;
+            }
+            const float* xr = in_at(n, c0);
+            float* yr = out.d + n * out.sn + c0 / blk * out.sb;
+            for (int64_t p = 0; p < hw; ++p)
+                for (int64_t j = 0; j < blk; ++j) yr[p * blk + j] = f(xr[p * blk + j], k[j], b[j]);
+        }
+    } else if (out.sc != 1) {  // NCHW output: a channel's positions contiguous
 #pragma omp parallel for
         for (int64_t r = 0; r < N * C; ++r) {
             int64_t n = r / C, ch = r % C;
-            float v = s[n * sN + ch];
+            float k = s[n * sN + ch], b = bv ? bv[ch] : 0.0f;
             const float* xr = in_at(n, ch);
             float* yr = out.d + n * out.sn + ch * out.sc;
-            for (int64_t p = 0; p < hw; ++p) yr[p] = xr[p * in.sp] * v;
+            for (int64_t p = 0; p < hw; ++p) yr[p] = f(xr[p * in.sp], k, b);
         }
-        return;
-    }
-    // a blocked or NHWC output: a position's channels of a run contiguous; positions in chunks
-    const int64_t blk = out.blk, groups = out.cp / blk, chunk = 256, chunks = (hw + chunk - 1) / chunk;
+    } else {  // a blocked or NHWC output from another layout: a run's channels contiguous; positions in chunks
+        const int64_t blk = out.blk, groups = out.cp / blk, chunk = 256, chunks = (hw + chunk - 1) / chunk;
 #pragma omp parallel for
-    for (int64_t r = 0; r < N * groups * chunks; ++r) {
-        int64_t n = r / (groups * chunks), c0 = r / chunks % groups * blk, p0 = r % chunks * chunk;
-        int64_t p1 = std::min(hw, p0 + chunk);
-        float* yr = out.d + n * out.sn + c0 / blk * out.sb;
-        for (int64_t j = 0; j < blk; ++j) {
-            if (c0 + j >= C) {
-                for (int64_t p = p0; p < p1; ++p) yr[p * out.sp + j] = 0.0f;
-                continue;
+        for (int64_t r = 0; r < N * groups * chunks; ++r) {
+            int64_t n = r / (groups * chunks), c0 = r / chunks % groups * blk, p0 = r % chunks * chunk;
+            int64_t p1 = std::min(hw, p0 + chunk);
+            float* yr = out.d + n * out.sn + c0 / blk * out.sb;
+            for (int64_t j = 0; j < blk; ++j) {
+                if (c0 + j >= C) {
+                    for (int64_t p = p0; p < p1; ++p) yr[p * out.sp + j] = f(0.0f, 0.0f, 0.0f);
+                    continue;
+                }
+                float k = s[n * sN + c0 + j], b = bv ? bv[c0 + j] : 0.0f;
+                const float* xr = in_at(n, c0 + j);
+                for (int64_t p = p0; p < p1; ++p) yr[p * out.sp + j] = f(xr[p * in.sp], k, b);
             }
-            float v = s[n * sN + c0 + j];
-            const float* xr = in_at(n, c0 + j);
-            for (int64_t p = p0; p < p1; ++p) yr[p * out.sp + j] = xr[p * in.sp] * v;
         }
+    }
+    if (act.kind >= 3) {
+        auto [alg, alpha, beta] = eltwise_of(act);
+        run_eltwise(c, alg, alpha, beta, out.d, out.d, N * out.sn);
     }
 }
 
@@ -1456,9 +1470,24 @@ inline ggml_status compute_nodes(Context& c, ggml_cgraph* g) {
                 break;
             }
             case GGML_OP_MUL:
-                is_norm_affine(n)       ? channel_op(n)
-                : is_channel_product(n) ? channel_product(c, n)
-                                        : binary(n);
+                if (is_norm_affine(n)) channel_op(n);
+                else if (!is_channel_product(n)) binary(n);
+                else {  // its per-channel bias and activation in place after it: one pass
+                    const ggml_tensor* bias = nullptr;
+                    const ggml_tensor* act = nullptr;
+                    int j = next(i + 1);
+                    if (j < n_nodes && is_conv_bias(ggml_graph_node(g, j)) && ggml_graph_node(g, j)->src[0] == n) {
+                        bias = ggml_graph_node(g, j)->src[1];
+                        i = j;
+                        j = next(i + 1);
+                    }
+                    if (j < n_nodes && is_conv_activation(ggml_graph_node(g, j)) &&
+                        ggml_graph_node(g, j)->view_src == n) {
+                        act = ggml_graph_node(g, j);
+                        i = j;
+                    }
+                    channel_product(c, n, bias, activation_of(act));
+                }
                 break;
             case GGML_OP_ADD:
                 is_conv_residual(n) ? add_residual(c, n)
