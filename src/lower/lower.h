@@ -22,12 +22,24 @@ struct LowerState {
     std::unordered_map<int, std::vector<ggml_tensor*>> private_readers;
     // A channel Concat of such outputs (LowerCtx::joins_private): its output -> the producers of its parts
     std::unordered_map<const ggml_tensor*, std::vector<ggml_tensor*>> private_concat;
+    // Concats whose inputs begin with all of another Concat's (densenet's dense blocks: each layer
+    // concatenates every earlier layer's output): the node -> the Concat with the most inputs that
+    // extends it (ops/concat.cpp), and that Concat's output as built so far (its first `parts`
+    // inputs copied in, up to byte `offset`): the others are views of its prefix
+    struct PrefixConcat {
+        ggml_tensor* acc = nullptr;
+        size_t parts = 0, offset = 0;
+    };
+    std::unordered_map<int, int> concat_target;
+    bool concat_targets_found = false;
+    std::unordered_map<int, PrefixConcat> prefix_concat;
 };
 
 class LowerCtx : public OpCtx {
 public:
     LowerCtx(Graph& g, int node, LowerState& st) : OpCtx(g, node), b(st.b), st_(st) {}
     Builder& b;
+    LowerState& state() { return st_; }  // what lowerings share across nodes
 
     ggml_tensor* x(int i);  // input i as a ggml tensor (F32 unless int input)
     ggml_tensor* xc(int i) { return cont(x(i)); }

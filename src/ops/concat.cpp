@@ -35,6 +35,39 @@ std::vector<int64_t> split_sizes(OpCtx& c) {
     return sizes;
 }
 
+// For every Concat whose inputs are the first inputs of another Concat along the same axis: the one with the most
+// inputs (ties: the first in the graph). Its output holds theirs as a prefix.
+std::unordered_map<int, int> concat_targets(Graph& g) {
+    std::unordered_map<int, std::vector<int>> by_first;  // first input -> the Concats that start with it
+    std::unordered_map<int, int> axis;
+    for (int i = 0; i < int(g.nodes.size()); ++i) {
+        const Node& n = g.nodes[size_t(i)];
+        if (n.op_type != "Concat" || !n.domain.empty() || n.folded || n.inputs.empty() || n.inputs[0] < 0) continue;
+        OpCtx oc(g, i);
+        axis[i] = oc.axis(oc.ai("axis", 0), oc.rank(0));
+        by_first[n.inputs[0]].push_back(i);
+    }
+    std::unordered_map<int, int> target;
+    for (auto& [first, nodes] : by_first) {
+        if (nodes.size() < 2) continue;
+        for (int x : nodes) {
+            const std::vector<int>& xi = g.nodes[size_t(x)].inputs;
+            int best = x;
+            for (int y : nodes) {
+                const std::vector<int>& yi = g.nodes[size_t(y)].inputs;
+                if (y == x || axis[y] != axis[x] || yi.size() <= g.nodes[size_t(best)].inputs.size() ||
+                    !std::equal(xi.begin(), xi.end(), yi.begin()))
+                    continue;
+                best = y;
+            }
+            if (best != x) target[x] = target[best] = best;
+        }
+    }
+    for (auto& [x, t] : target)  // a node that extends one Concat may itself be extended by another
+        if (target.count(t) && target[t] != t) t = target[t];
+    return target;
+}
+
 }  // namespace
 
 O2G_OP_FAMILY(concat) {
@@ -103,6 +136,35 @@ O2G_OP_FAMILY(concat) {
                 ggml_tensor* acc = parts[0];
                 for (size_t i = 1; i < parts.size(); ++i) acc = G(c.b, ggml_concat, acc, parts[i], gd);
                 return c.set(0, acc);
+            }
+            // a Concat that another one extends, along an axis with nothing but 1s before it (its slots are
+            // consecutive bytes): its inputs copied once into that Concat's output, its own a view of the prefix
+            // (densenet121: 593 SETs of every earlier layer's output again -> 120; each part copied once)
+            LowerState& st = c.state();
+            if (!st.concat_targets_found) {
+                st.concat_target = concat_targets(c.graph());
+                st.concat_targets_found = true;
+            }
+            auto tgt = st.concat_target.find(c.node_index());
+            bool prefix = tgt != st.concat_target.end() && int(parts.size()) == c.nin() && !c.graph_output(0);
+            for (int d = gd + 1; d < 4; ++d) prefix &= ne[d] == 1;
+            for (int d = 0; d < a; ++d) prefix &= c.out(0).shape[size_t(d)] == 1;
+            if (prefix) {
+                LowerState::PrefixConcat& pc = st.prefix_concat[tgt->second];
+                if (!pc.acc) {
+                    auto te = to_ne(c.graph().values[size_t(c.graph().nodes[size_t(tgt->second)].outputs[0])].shape);
+                    pc.acc = G(c.b, ggml_new_tensor_4d, type, te[0], te[1], te[2], te[3]);
+                }
+                for (size_t i = pc.parts; i < parts.size(); ++i) {
+                    pc.acc = G(c.b, ggml_set_inplace, pc.acc, c.cont(parts[i]), pc.acc->nb[1], pc.acc->nb[2],
+                               pc.acc->nb[3], pc.offset);
+                    pc.offset += size_t(parts[i]->ne[gd]) * pc.acc->nb[gd];
+                }
+                pc.parts = std::max(pc.parts, parts.size());
+                if (ne[gd] == pc.acc->ne[gd]) return c.set(0, pc.acc);
+                size_t es = ggml_type_size(type);
+                return c.set(0, G(c.b, ggml_view_4d, pc.acc, ne[0], ne[1], ne[2], ne[3], es * size_t(ne[0]),
+                                  es * size_t(ne[0] * ne[1]), es * size_t(ne[0] * ne[1] * ne[2]), size_t(0)));
             }
             ggml_tensor* acc = G(c.b, ggml_new_tensor_4d, type, ne[0], ne[1], ne[2], ne[3]);
             size_t offset = 0;

@@ -230,5 +230,36 @@ for name in ("pad_into_conv", "pad_into_avgpool", "pad11_value_into_avgpool"):
     if r.returncode != 0 or " PAD" in r.stdout:
         failures += 1
         print(f"FAIL {name}: the Pad was not folded into its readers\n" + r.stdout + r.stderr)
+# Concats that extend one another (densenet's dense blocks: each layer concatenates every earlier layer's output):
+# one buffer per chain, each input copied into it once, the shorter Concats views of its prefix (ops/concat.cpp).
+# Batch 1 (the prefix is consecutive bytes) and batch 2 (it is not: each Concat copies its own); the longest
+# Concat lowered before a shorter one (q before r); two extensions of the same prefix (c2, c2b).
+def concat_chain(n):
+    xc = rng.standard_normal((n, 4, 5, 6)).astype(np.float32)
+    nodes = [helper.make_node("Relu", ["x"], ["p1"]), helper.make_node("Neg", ["x"], ["z"]),
+             helper.make_node("Concat", ["x", "p1", "z"], ["q"], axis=1), helper.make_node("Concat", ["x", "p1"], ["c1"], axis=1),
+             helper.make_node("Tanh", ["c1"], ["p2"]), helper.make_node("Concat", ["x", "p1", "p2"], ["c2"], axis=1),
+             helper.make_node("Concat", ["x", "p1", "z", "p2"], ["c2b"], axis=1), helper.make_node("Sigmoid", ["c2"], ["p3"]),
+             helper.make_node("Concat", ["x", "p1", "p2", "p3"], ["c3"], axis=1),
+             helper.make_node("Concat", ["c3", "c1", "q", "c2b", "c2"], ["y"], axis=1)]
+    p1 = np.maximum(xc, 0)
+    c1 = np.concatenate([xc, p1], 1)
+    p2 = np.tanh(c1)
+    c2 = np.concatenate([xc, p1, p2], 1)
+    p3 = 1 / (1 + np.exp(-c2))
+    ref = np.concatenate([np.concatenate([xc, p1, p2, p3], 1), c1, np.concatenate([xc, p1, -xc], 1),
+                          np.concatenate([xc, p1, -xc, p2], 1), c2], 1)
+    check(f"concat_prefix_chain_n{n}", nodes, {"x": xc}, ref.astype(np.float32), opset=17)
+    r = subprocess.run([BIN, "inspect", os.path.join(WORK, f"concat_prefix_chain_n{n}.onnx"), "--ggml"], capture_output=True, text=True)
+    counts = dict(line.split() for line in r.stdout.split("ggml graph")[-1].splitlines()[1:] if line.strip())
+    return int(counts.get("SET", 0))
+
+
+# ggml SETs: batch 1 one per input of a chain's longest Concat (c2b's 4 for q, c1; c3's 4 for c2) and the output's
+# 5; batch 2 every Concat's own (2 + 3 + 3 + 4 + 4 + 5)
+sets = (concat_chain(1), concat_chain(2))
+if sets != (13, 21):
+    failures += 1
+    print(f"FAIL concat_prefix_chain: {sets} ggml SETs at batch 1 and 2, expected (13, 21)")
 print(f"{failures} failed")
 sys.exit(1 if failures else 0)
