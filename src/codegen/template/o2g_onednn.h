@@ -1423,28 +1423,28 @@ inline ggml_status compute_nodes(Context& c, ggml_cgraph* g) {
         while (j < n_nodes && is_view_op(ggml_graph_node(g, j)->op)) ++j;
         return j;
     };
+    // the node after node i (views skipped) when `fits` holds for it: i moves to it; else nullptr (i stays)
+    auto take = [&](int& i, const std::function<bool(const ggml_tensor*)>& fits) -> const ggml_tensor* {
+        int j = next(i + 1);
+        if (j >= n_nodes || !fits(ggml_graph_node(g, j))) return nullptr;
+        i = j;
+        return ggml_graph_node(g, j);
+    };
+    // the per-channel bias add and the activation in place on n's output that follow node i (i moves past them)
+    auto bias_after = [&](int& i, const ggml_tensor* n) {
+        const ggml_tensor* b = take(i, [n](const ggml_tensor* m) { return is_conv_bias(m) && m->src[0] == n; });
+        return b ? b->src[1] : nullptr;
+    };
+    auto activation_after = [&](int& i, const ggml_tensor* n) {
+        return activation_of(take(i, [n](const ggml_tensor* m) { return is_conv_activation(m) && m->view_src == n; }));
+    };
     // a convolution (conv_like) at node i: the bias add, residual sum and activation that follow are in
     // place (same memory): one primitive; i moves to the last of them
     auto convolution = [&](int& i, ggml_tensor* n) {
-        const ggml_tensor* bias = nullptr;
-        int j = next(i + 1);
-        if (j < n_nodes && is_conv_bias(ggml_graph_node(g, j)) && ggml_graph_node(g, j)->src[0] == n) {
-            bias = ggml_graph_node(g, j)->src[1];
-            i = j;
-            j = next(i + 1);
-        }
-        const ggml_tensor* residual = nullptr;
-        if (j < n_nodes && is_conv_residual(ggml_graph_node(g, j)) && ggml_graph_node(g, j)->view_src == n) {
-            residual = ggml_graph_node(g, j)->src[1];
-            i = j;
-            j = next(i + 1);
-        }
-        const ggml_tensor* act = nullptr;
-        if (j < n_nodes && is_conv_activation(ggml_graph_node(g, j)) && ggml_graph_node(g, j)->view_src == n) {
-            act = ggml_graph_node(g, j);
-            i = j;
-        }
-        conv2d(c, n, bias, residual, activation_of(act), n->data);
+        const ggml_tensor* bias = bias_after(i, n);
+        const ggml_tensor* r = take(i, [n](const ggml_tensor* m) { return is_conv_residual(m) && m->view_src == n; });
+        Activation act = activation_after(i, n);
+        conv2d(c, n, bias, r ? r->src[1] : nullptr, act, n->data);
     };
     for (int i = 0; i < n_nodes; ++i) {
         ggml_tensor* n = ggml_graph_node(g, i);
@@ -1455,17 +1455,13 @@ inline ggml_status compute_nodes(Context& c, ggml_cgraph* g) {
             case GGML_OP_GROUP_NORM: {
                 // its affine (MUL, then ADD) and SiLU in place after it: one pass
                 const ggml_tensor* fused[2] = {nullptr, nullptr};  // gamma, beta
-                int j = next(i + 1);
                 for (int k = 0; k < 2; ++k) {
-                    const ggml_tensor* m = j < n_nodes ? ggml_graph_node(g, j) : nullptr;
-                    if (m && m->op == (k == 0 ? GGML_OP_MUL : GGML_OP_ADD) && is_norm_affine(m) && m->view_src == n) {
-                        fused[k] = m->src[1];
-                        i = j;
-                        j = next(i + 1);
-                    }
+                    const ggml_tensor* m = take(i, [n, k](const ggml_tensor* t) {
+                        return t->op == (k == 0 ? GGML_OP_MUL : GGML_OP_ADD) && is_norm_affine(t) && t->view_src == n;
+                    });
+                    if (m) fused[k] = m->src[1];
                 }
-                bool act = j < n_nodes && is_norm_silu(ggml_graph_node(g, j)) && ggml_graph_node(g, j)->view_src == n;
-                if (act) i = j;
+                bool act = take(i, [n](const ggml_tensor* m) { return is_norm_silu(m) && m->view_src == n; });
                 group_norm(c, n, fused[0], fused[1], act);
                 break;
             }
@@ -1473,20 +1469,8 @@ inline ggml_status compute_nodes(Context& c, ggml_cgraph* g) {
                 if (is_norm_affine(n)) channel_op(n);
                 else if (!is_channel_product(n)) binary(n);
                 else {  // its per-channel bias and activation in place after it: one pass
-                    const ggml_tensor* bias = nullptr;
-                    const ggml_tensor* act = nullptr;
-                    int j = next(i + 1);
-                    if (j < n_nodes && is_conv_bias(ggml_graph_node(g, j)) && ggml_graph_node(g, j)->src[0] == n) {
-                        bias = ggml_graph_node(g, j)->src[1];
-                        i = j;
-                        j = next(i + 1);
-                    }
-                    if (j < n_nodes && is_conv_activation(ggml_graph_node(g, j)) &&
-                        ggml_graph_node(g, j)->view_src == n) {
-                        act = ggml_graph_node(g, j);
-                        i = j;
-                    }
-                    channel_product(c, n, bias, activation_of(act));
+                    const ggml_tensor* bias = bias_after(i, n);
+                    channel_product(c, n, bias, activation_after(i, n));
                 }
                 break;
             case GGML_OP_ADD:
