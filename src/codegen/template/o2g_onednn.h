@@ -34,6 +34,7 @@
 #include <memory>
 #include <mutex>
 #include <tuple>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -896,6 +897,40 @@ inline void add_bias(Context& c, const ggml_tensor* op) {
         for (int64_t j = 0, c0 = (r / hw) % groups * run; j < run && c0 + j < C; ++j) y[r * run + j] += b[c0 + j];
 }
 
+// channel_product's inner loop on a channel block of B (oneDNN's nChw16c / nChw8c): y = act(x * k + b) over hw
+// positions of B channels, the activation (0 none, 1 ReLU, 2 clip to [lo, hi]) and the bias chosen outside the
+// loop, so that the compiler vectorizes it (a fixed block; measured: the generic loop, with the choices inside,
+// was scalar code taking 7% of efficientnet_b0's time)
+template <int B, int Kind, bool Bias>
+inline void channel_rows_as(const float* x, float* y, int64_t hw, const float* k, const float* b, float lo,
+                            float hi) {
+    for (int64_t p = 0; p < hw; ++p, x += B, y += B)
+        for (int j = 0; j < B; ++j) {
+            float v = x[j] * k[j];
+            if (Bias) v += b[j];
+            if (Kind == 1) v = v > 0.0f ? v : 0.0f;
+            if (Kind == 2) v = std::min(std::max(v, lo), hi);
+            y[j] = v;
+        }
+}
+template <int B>
+inline void channel_rows(const float* x, float* y, int64_t hw, const float* k, const float* b, int kind, float lo,
+                         float hi) {
+    auto go = [&](auto kind_c) {
+        constexpr int K = decltype(kind_c)::value;
+        if (b)
+            channel_rows_as<B, K, true>(x, y, hw, k, b, lo, hi);
+        else
+            channel_rows_as<B, K, false>(x, y, hw, k, b, lo, hi);
+    };
+    if (kind == 1)
+        go(std::integral_constant<int, 1>{});
+    else if (kind == 2)
+        go(std::integral_constant<int, 2>{});
+    else
+        go(std::integral_constant<int, 0>{});
+}
+
 // is_channel_product: y = act(x * s + b) in one pass (b: the bias of is_conv_bias in place on it, may be null; act:
 // the activation of is_conv_activation in place on it), reading and writing the layouts o2g::conv_chain marks
 // (NCHW, or private_layout: blocked, padded or NHWC). The same float operations per element as ggml's MUL, ADD and
@@ -951,8 +986,13 @@ inline void channel_product(Context& c, const ggml_tensor* op, const ggml_tensor
             }
             const float* xr = in_at(n, c0);
             float* yr = out.d + n * out.sn + c0 / blk * out.sb;
-            for (int64_t p = 0; p < hw; ++p)
-                for (int64_t j = 0; j < blk; ++j) yr[p * blk + j] = f(xr[p * blk + j], k[j], b[j]);
+            if (blk == 16)
+                channel_rows<16>(xr, yr, hw, k, bv ? b : nullptr, kind, lo, hi);
+            else if (blk == 8)
+                channel_rows<8>(xr, yr, hw, k, bv ? b : nullptr, kind, lo, hi);
+            else
+                for (int64_t p = 0; p < hw; ++p)
+                    for (int64_t j = 0; j < blk; ++j) yr[p * blk + j] = f(xr[p * blk + j], k[j], b[j]);
         }
     } else if (out.sc != 1) {  // NCHW output: a channel's positions contiguous
 #pragma omp parallel for
