@@ -32,18 +32,17 @@ ZOO = os.path.join(ROOT, "tests", "models", "zoo_models.py")
 # Why a row cannot reach 1.0x yet (one line each, from `onnx2ggml run MODEL --profile`).
 # Measured on the shared machine (load 1-3) with this tree; to be rechecked as the causes are fixed.
 NOTES = {
-    "densenet121": "each dense layer's BatchNorm (per-channel Mul, Add) and ReLU before its 1x1 convolution read and write "
-                   "NCHW, so its convolutions do too (no blocked layout), and its growing Concat is copied again for every "
-                   "layer (SET, 12% of --profile)",
-    "efficientnet_b0": "the squeeze-excitation product (per-channel Mul) reads and writes NCHW, so every block's convolutions "
-                       "reorder to and from the blocked layout; the SiLU after each depthwise convolution is a pass of its "
-                       "own (oneDNN 2.6's depthwise kernels take no swish post-op)",
-    "mobilenet_v3_small": "as efficientnet_b0 (squeeze-excitation products on NCHW, HardSwish after depthwise convolutions "
-                          "a pass of its own), and at 2 ms the ~230 nodes' dispatch shows",
+    "densenet121": "BatchNorm + ReLU before each 1x1 convolution and the dense blocks' Concats now keep the blocked "
+                   "layout and share one buffer (this round: 33.8 -> 20.4 ms in A/B); what is left is the 1x1 "
+                   "convolutions on few channels and the transition layers' pooling",
+    "efficientnet_b0": "squeeze-excitation products and SiLU after depthwise convolutions are fused in the blocked layout "
+                       "(this round: 9.0 -> 6.8 ms in A/B); left: the SE block's tiny 1x1 convolutions and global "
+                       "pooling run nearly single-threaded (the second OpenMP thread waits ~1/3 of the run in perf)",
+    "mobilenet_v3_small": "as efficientnet_b0, and at 2 ms the ~230 nodes' dispatch shows",
     "shufflenet_v2_x1_0": "every block's channel shuffle (Reshape/Transpose/Reshape: a strided copy) and Split take the map "
                           "out of the blocked layout; ~365 ggml nodes for a 2-4 ms model",
     "alexnet": "its three fully connected layers (233 MB of weights at batch 1) are memory-bound matrix-vector products: "
-               "74% of --profile, oneDNN's matmul reading them at ~17 GB/s",
+               "74% of --profile; ORT is bound the same way (the ratio moves with the machine's memory load)",
     "resnet18": "convolutions all in the blocked layout; 0.96-1.19 over this round's runs (the machine's noise at 11 ms)",
     "resnet34": "as resnet18 (1.06-1.14 over this round's runs)",
     "fcn_resnet50": "parity: ONNX Runtime's own error against PyTorch on this random-weight model is 1.3e-4 (fp32 rounding "
@@ -54,8 +53,7 @@ NOTES = {
 }
 for _n in ("efficientnet_b1", "efficientnet_b2", "efficientnet_b3", "efficientnet_v2_s"):
     NOTES[_n] = NOTES["efficientnet_b0"]
-NOTES["mobilenet_v3_large"] = ("as efficientnet_b0 (squeeze-excitation products on NCHW, HardSwish after depthwise "
-                               "convolutions a pass of its own)")
+NOTES["mobilenet_v3_large"] = NOTES["mobilenet_v3_small"]
 NOTES["densenet169"] = NOTES["densenet121"]
 NOTES["shufflenet_v2_x0_5"] = NOTES["shufflenet_v2_x1_0"]
 
