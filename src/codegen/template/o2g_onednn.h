@@ -499,8 +499,8 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
                               : whole && in_priv ? dnnl::memory::desc(bd, dt::f32, private_tag(src_d[1]))
                                                  : dnnl::memory::desc(bd, dt::f32, tag::any);
                 // the post-ops an optimized kernel takes, in order of preference: the activation and the
-                // residual's binary add fused, then without the add, then (SiLU, HardSwish, Sigmoid: no
-                // depthwise kernel of oneDNN 2 takes them) without the activation, an eltwise pass after it
+                // residual's binary add fused, then without the add, then (SiLU, HardSwish, Sigmoid, where
+                // no optimized kernel takes them as a post-op) without the activation, an eltwise pass after it
                 dnnl::convolution_forward::primitive_desc pd;
                 bool fused_act = true, fused_add = band_add;
                 auto pick = [&](const dnnl::memory::desc& s_md, const dnnl::memory::desc& d_md) {
