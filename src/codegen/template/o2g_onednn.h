@@ -1464,7 +1464,7 @@ inline ggml_status compute_nodes(Context& c, ggml_cgraph* g) {
         return j;
     };
     // the node after node i (views skipped) when `fits` holds for it: i moves to it; else nullptr (i stays)
-    auto take = [&](int& i, const std::function<bool(const ggml_tensor*)>& fits) -> const ggml_tensor* {
+    auto take = [&](int& i, auto fits) -> const ggml_tensor* {
         int j = next(i + 1);
         if (j >= n_nodes || !fits(ggml_graph_node(g, j))) return nullptr;
         i = j;
