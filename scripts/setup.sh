@@ -6,7 +6,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 pkgs=(cmake g++ make git ccache clang libclang-rt-14-dev libonnx-dev libprotobuf-dev protobuf-compiler libgtest-dev
       python3-torch python3-torchvision python3-onnx python3-numpy libonnx-testdata libdnnl-dev graphviz librsvg2-bin
-      pybind11-dev python3-dev python3-pytest pkgconf python3-pip python3-venv python3-setuptools)
+      pybind11-dev python3-dev python3-pytest pkgconf python3-pip python3-venv python3-setuptools
+      libpng-dev python3-pil)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
