@@ -335,6 +335,13 @@ struct MappedStorage : Storage {
     ~MappedStorage() override {
         if (base) munmap(base, len);
     }
+    void release_pages() override {
+#ifdef MADV_PAGEOUT
+        // clean pages are dropped (re-read from the file if touched again); pages written since
+        // (copy-on-write) stay, so the contents never change. Advice only: errors are ignored.
+        if (base) madvise(base, len, MADV_PAGEOUT);
+#endif
+    }
 };
 }  // namespace
 

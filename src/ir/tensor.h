@@ -41,6 +41,9 @@ std::string shape_str(const Shape& s);
 // or a read-only file mapping (external data). Shared between tensors that are views of it.
 struct Storage {
     virtual ~Storage() = default;
+    // Gives the resident pages back to the kernel where they can be read again on the next touch (a
+    // file mapping: MADV_PAGEOUT); the contents stay what they are. No-op for heap memory.
+    virtual void release_pages() {}
     uint8_t* data = nullptr;
     size_t size = 0;
 };
