@@ -256,6 +256,7 @@ def main():
         vocab_size = len(json.load(f))
     if a.diffusers and a.config != "sd15":
         sys.exit("--diffusers needs --config sd15")
+    torch.manual_seed(a.seed)  # the modules' initialization too: an export is reproducible from its seed
     clip, unet, vae = build(a.config, vocab_size)
     if a.diffusers:
         load_component(clip, os.path.join(a.diffusers, "text_encoder"), ["model", "pytorch_model"])

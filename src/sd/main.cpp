@@ -6,6 +6,7 @@
 // 4 internal error.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +27,8 @@ const char* kUsage = R"(usage:
   onnx2ggml-sd txt2img --model DIR --prompt TEXT [options] -o OUT.png
   onnx2ggml-sd img2img --model DIR --prompt TEXT --init-image IN.png [--strength 0.75] [options] -o OUT.png
   onnx2ggml-sd tokenize --model DIR --prompt TEXT      (the 77 token ids the text encoder gets)
+  onnx2ggml-sd decode --model DIR --latents F.npy [VAE options] -o OUT.png
+                           (the VAE decoder alone on latents --save-latents wrote; DIR needs only vae_decoder/)
 
 DIR: text_encoder/, unet/, vae_decoder/ (vae_encoder/ for img2img) with model.onnx, tokenizer/ with
 vocab.json and merges.txt (the layout of Hugging Face's ONNX exports of SD 1.5).
@@ -42,6 +45,11 @@ options:
   --threads N              CPU threads (default: the usable cores)
   --weights TYPE           storage of the UNet's and text encoder's weights: f32 (default), f16, q8_0, ...
   --save-latents F.npy     also write the final latents (before the VAE), float32 1x4xH/8xW/8
+  --vae-tiling MODE        VAE decode in overlapping tiles, which bounds its memory: auto (default:
+                           when the image has more pixels than 512x512), on, off
+  --vae-tile-size N        tile side in image pixels, a multiple of 8, >= 64 (default 384)
+  --vae-tile-overlap N     least overlap of neighbouring tiles in image pixels, a multiple of 8, less
+                           than the tile (default 128)
   --quiet                  no progress bar or timings
 Prompt weights: (word) x1.1, ((word)) x1.21, [word] /1.1, (word:1.3); \( for a literal parenthesis.
 )";
@@ -64,6 +72,56 @@ void write_npy(const std::string& path, const std::vector<float>& v, const std::
     f << header;
     f.write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * sizeof(float)));
     if (!f) throw std::runtime_error(path + ": write failed");
+}
+
+VaeTiling vae_tiling_from(const std::string& v) {
+    if (v == "auto") return VaeTiling::Auto;
+    if (v == "on") return VaeTiling::On;
+    if (v != "off") usage_error("--vae-tiling " + v + ": expected auto, on or off");
+    return VaeTiling::Off;
+}
+
+// A float32 .npy of shape (1, 4, h, w) or (4, h, w), C order (what --save-latents writes).
+std::vector<float> read_latents_npy(const std::string& path, int& h, int& w) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw std::runtime_error(path + ": cannot open");
+    auto bad = [&](const std::string& why) { return std::runtime_error(path + ": " + why); };
+    char magic[8];
+    if (!f.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6)) throw bad("not a .npy file");
+    uint32_t hl = 0;
+    unsigned char b[4] = {0, 0, 0, 0};
+    if (magic[6] == 1) {
+        f.read(reinterpret_cast<char*>(b), 2);
+        hl = uint32_t(b[0]) | uint32_t(b[1]) << 8;
+    } else {
+        f.read(reinterpret_cast<char*>(b), 4);
+        hl = uint32_t(b[0]) | uint32_t(b[1]) << 8 | uint32_t(b[2]) << 16 | uint32_t(b[3]) << 24;
+    }
+    if (!f || hl > 65536) throw bad("bad .npy header");
+    std::string header(hl, '\0');
+    if (!f.read(&header[0], hl)) throw bad("bad .npy header");
+    auto squeeze = [](std::string v) {
+        v.erase(std::remove(v.begin(), v.end(), ' '), v.end());
+        return v;
+    };
+    const std::string hd = squeeze(header);
+    if (hd.find("'descr':'<f4'") == std::string::npos) throw bad("the latents must be float32 ('<f4')");
+    if (hd.find("'fortran_order':False") == std::string::npos) throw bad("the latents must be in C order");
+    const size_t s0 = hd.find("'shape':(");
+    const size_t s1 = s0 == std::string::npos ? s0 : hd.find(')', s0);
+    if (s1 == std::string::npos) throw bad("bad .npy header (no shape)");
+    std::vector<long long> dims;
+    std::stringstream ss(hd.substr(s0 + 9, s1 - s0 - 9));
+    for (std::string d; std::getline(ss, d, ',');)
+        if (!d.empty()) dims.push_back(std::atoll(d.c_str()));
+    if (dims.size() == 4 && dims[0] == 1) dims.erase(dims.begin());
+    if (dims.size() != 3 || dims[0] != 4 || dims[1] <= 0 || dims[2] <= 0 || dims[1] > 4096 || dims[2] > 4096)
+        throw bad("the latents must have shape (1, 4, h, w)");
+    h = int(dims[1]), w = int(dims[2]);
+    std::vector<float> v(size_t(4) * size_t(h) * size_t(w));
+    if (!f.read(reinterpret_cast<char*>(v.data()), std::streamsize(v.size() * sizeof(float))))
+        throw bad("truncated data");
+    return v;
 }
 
 std::string fmt(double v) {
@@ -89,10 +147,13 @@ int run(int argc, char** argv) {
         return argc < 2 ? 2 : 0;
     }
     const std::string cmd = argv[1];
-    if (cmd != "txt2img" && cmd != "img2img" && cmd != "tokenize") usage_error("unknown command '" + cmd + "'");
+    if (cmd != "txt2img" && cmd != "img2img" && cmd != "tokenize" && cmd != "decode")
+        usage_error("unknown command '" + cmd + "'");
     GenerateParams p;
     PipelineOptions o;
-    std::string model, out, init_image, save_latents, sampler = "euler_a";
+    std::string model, out, init_image, save_latents, latents, sampler = "euler_a";
+    // the tiles in pixels on the command line, in latents (8 pixels) in PipelineOptions
+    int tile_px = o.vae_tile * 8, overlap_px = o.vae_tile_overlap * 8;
     bool quiet = false, have_prompt = false;
     long long seed = 42;
     for (int i = 2; i < argc; ++i) {
@@ -125,10 +186,37 @@ int run(int argc, char** argv) {
         else if (a == "--weights") o.weights = val();
         else if (a == "-o" || a == "--output") out = val();
         else if (a == "--save-latents") save_latents = val();
+        else if (a == "--latents") latents = val();
+        else if (a == "--vae-tiling") o.vae_tiling = vae_tiling_from(val());
+        else if (a == "--vae-tile-size") tile_px = int(num(64, 16384));
+        else if (a == "--vae-tile-overlap") overlap_px = int(num(0, 16384));
         else if (a == "--quiet") quiet = true;
         else usage_error("unknown option '" + a + "'");
     }
     if (model.empty()) usage_error("--model DIR is required");
+    if (tile_px % 8) usage_error("--vae-tile-size " + std::to_string(tile_px) + ": must be a multiple of 8 pixels");
+    if (overlap_px % 8)
+        usage_error("--vae-tile-overlap " + std::to_string(overlap_px) + ": must be a multiple of 8 pixels");
+    if (overlap_px >= tile_px)
+        usage_error("--vae-tile-overlap " + std::to_string(overlap_px) + ": must be less than the tile (" +
+                    std::to_string(tile_px) + " pixels)");
+    o.vae_tile = tile_px / 8;
+    o.vae_tile_overlap = overlap_px / 8;
+    if (cmd == "decode") {
+        if (latents.empty()) usage_error("decode needs --latents F.npy");
+        if (out.empty()) usage_error("-o OUT.png is required");
+        int h = 0, w = 0;
+        const std::vector<float> z = read_latents_npy(latents, h, w);
+        Pipeline pipe(model, o, PipelineParts::VaeDecoderOnly);
+        Timings t;
+        const Image img = pipe.decode(z, h, w, &t);
+        write_png(out, img, {});
+        if (!quiet)
+            std::fprintf(stderr, "%s: %dx%d, load %.0f ms, VAE decode %.0f ms (%d %s)\n", out.c_str(), img.width,
+                         img.height, t.load_ms, t.decode_ms, t.decode_tiles, t.decode_tiles == 1 ? "run" : "tiles");
+        return 0;
+    }
+    if (!latents.empty()) usage_error("--latents is for decode");
     if (!have_prompt) usage_error("--prompt is required");
     if (cmd == "tokenize") {
         const ClipTokenizer tok = ClipTokenizer::load(model + "/tokenizer");
@@ -162,6 +250,7 @@ int run(int argc, char** argv) {
                 std::fprintf(stderr, "  step %d/%d  %.2f s/it\n", step, steps, sec);
             }
         };
+    o.release_parts = true;  // one image per process: hold one part at a time
     Pipeline pipe(model, o);
     Result r = pipe.generate(p);
     write_png(out, r.image, {{"parameters", parameters_text(p, model)}});
@@ -170,10 +259,11 @@ int run(int argc, char** argv) {
         const Timings& t = r.timings;
         std::fprintf(stderr,
                      "%s: %dx%d, %d steps of %s, seed %u. load %.0f ms, text %.0f ms, %s%.0f ms per UNet step, "
-                     "VAE decode %.0f ms, total %.0f ms (without load)\n",
+                     "VAE decode %.0f ms (%d %s), total %.0f ms (without load)\n",
                      out.c_str(), p.width, p.height, t.unet_steps, sampler_name(p.sampler), p.seed, t.load_ms, t.text_ms,
                      p.init_image ? ("VAE encode " + std::to_string(int(t.encode_ms)) + " ms, ").c_str() : "",
-                     t.unet_steps ? t.unet_ms / t.unet_steps : 0.0, t.decode_ms, t.total_ms - t.load_ms);
+                     t.unet_steps ? t.unet_ms / t.unet_steps : 0.0, t.decode_ms, t.decode_tiles,
+                     t.decode_tiles == 1 ? "run" : "tiles", t.total_ms);
     }
     return 0;
 }

@@ -18,11 +18,28 @@
 
 namespace onnx2ggml::sd {
 
+// VAE tiling (decode only): Off decodes the latents in one run; On in overlapping tiles of
+// vae_tile x vae_tile latents (a dim no larger than the tile is not split); Auto tiles when the image
+// has more pixels than 512 x 512 (SD 1.5's own size: 64 x 64 latents), whatever the tile size.
+// The default tile, 48 latents (384 pixels), keeps a 1024 x 1024 decode with SD 1.5's VAE under 2 GB
+// of RSS (docs/text-to-image.md, "VAE tiling").
+enum class VaeTiling { Off, On, Auto };
+constexpr int kVaeAutoTileArea = 64 * 64;  // Auto tiles above this many latents
+
 struct PipelineOptions {
     std::string backend = "auto";
     int threads = 0;
     std::string weights = "f32";  // --weights of the UNet and the text encoder (the VAE stays f32)
+    VaeTiling vae_tiling = VaeTiling::Auto;
+    int vae_tile = 48;          // tile side, in latents (8 image pixels each): >= 8
+    int vae_tile_overlap = 16;  // least overlap of neighbouring tiles, in latents: 0 <= overlap < vae_tile
+    // free each part once its stage of an image is done (peak memory: one part at a time; the next
+    // image loads them again). onnx2ggml-sd, which makes one image per process, sets it.
+    bool release_parts = false;
 };
+
+// What a Pipeline loads: every part (generate), or only the VAE decoder (decode saved latents).
+enum class PipelineParts { All, VaeDecoderOnly };
 
 struct GenerateParams {
     std::string prompt, negative_prompt;
@@ -38,8 +55,10 @@ struct GenerateParams {
 };
 
 struct Timings {
-    double load_ms = 0, text_ms = 0, encode_ms = 0, unet_ms = 0, decode_ms = 0, total_ms = 0;
+    double load_ms = 0, text_ms = 0, encode_ms = 0, unet_ms = 0, decode_ms = 0;
+    double total_ms = 0;  // prompt to image, without load_ms
     int unet_steps = 0;
+    int decode_tiles = 0;  // VAE decoder runs: 1 untiled, else the tile count
 };
 
 struct Result {
@@ -50,10 +69,14 @@ struct Result {
 
 class Pipeline {
 public:
-    Pipeline(const std::string& folder, const PipelineOptions& options);
+    // Throws Error (BadInput) for a folder without the parts `parts` needs or bad tiling options.
+    Pipeline(const std::string& folder, const PipelineOptions& options, PipelineParts parts = PipelineParts::All);
     ~Pipeline();
-    Result generate(const GenerateParams& p);
-    const ClipTokenizer& tokenizer() const { return tokenizer_; }
+    Result generate(const GenerateParams& p);  // needs PipelineParts::All
+    // The VAE decoder alone on latents as generate() makes them (1 x 4 x h x w, scaled by 0.18215,
+    // as --save-latents writes them), with the options' tiling. timings: load_ms, decode_ms, decode_tiles.
+    Image decode(const std::vector<float>& latents, int h, int w, Timings* timings = nullptr);
+    const ClipTokenizer& tokenizer() const { return *tokenizer_; }
 
 private:
     struct Part;
@@ -62,11 +85,12 @@ private:
     std::vector<float> unet_eps(const std::vector<float>& x, double t, const std::vector<float>& ctx, int dim, int h,
                                 int w, bool guided, double cfg_scale);
     std::vector<float> vae_encode(const Image& img, Rng& rng);
-    Image vae_decode(const std::vector<float>& latents, int h, int w);
+    Image vae_decode(const std::vector<float>& latents, int h, int w, int& runs);
+    Tensor decode_run(Part& de, const float* z, int h, int w);
 
     std::string folder_;
     PipelineOptions options_;
-    ClipTokenizer tokenizer_;
+    std::optional<ClipTokenizer> tokenizer_;  // absent with PipelineParts::VaeDecoderOnly
     std::unique_ptr<Part> text_, unet_, decoder_, encoder_;
     double load_ms_ = 0;
 };

@@ -19,8 +19,15 @@ The random numbers are onnx2ggml-sd's: std::mt19937(seed) doubles (numpy's Rando
 same), normal pairs by Box-Muller, in this order: the VAE encoder's sample (img2img), the initial
 noise, then euler_a's noise per step.
 
+VAE tiling (--decode): the latents decoded in tiles of T x T latents (a dim of at most T not split),
+the tiles of a dim as few as keep neighbours overlapping by >= O latents, their origins spread evenly
+(floor(i * (L - T) / (n - 1))); each tile's pixels weighted by the product of a weight per row and one
+per column that ramps linearly from the tile's edge over the overlap with each neighbour (no ramp at the
+image's border), the sum divided by the summed weights. --tile 0: one untiled decode.
+
 usage: ref_pipeline.py FOLDER OUT.npz --prompt P [--negative-prompt N] --steps S --cfg-scale C --seed K
        --width W --height H --sampler NAME [--karras] [--init-image IMG.npy --strength F]
+       ref_pipeline.py FOLDER OUT.npz --decode LATENTS.npy [--tile T --overlap O]
 OUT.npz holds "latents" (final, before the VAE) and "image" (uint8, H x W x 3).
 """
 import argparse
@@ -81,7 +88,66 @@ def sigma_schedule(steps, karras):
     return ts, np.append(sig, 0.0)
 
 
+def to_u8(img):
+    return ((img[0].permute(1, 2, 0) / 2 + 0.5).clamp(0, 1) * 255).round().to(torch.uint8).numpy()
+
+
+def tiles_1d(length, tile, overlap):
+    """The origins of the tiles along one dim, in latents."""
+    if tile >= length:
+        return [0]
+    span, stride = length - tile, tile - overlap
+    n = 1 + -(-span // stride)
+    return [i * span // (n - 1) for i in range(n)]
+
+
+def ramp(origins, i, tile, f):
+    """Pixel weights of tile i along one dim: linear from 0 at the tile's edge to 1 across each overlap."""
+    p = np.arange(tile * f) + 0.5
+    w = np.ones(tile * f)
+    if i > 0:
+        w = np.minimum(w, p / ((origins[i - 1] + tile - origins[i]) * f))
+    if i + 1 < len(origins):
+        w = np.minimum(w, (tile * f - p) / ((origins[i] + tile - origins[i + 1]) * f))
+    return w
+
+
+def decode_tiled(vae, z, tile, overlap):
+    """The VAE decoder on unscaled latents z (1, 4, h, w), in tiles (tile 0: untiled)."""
+    h, w = z.shape[2], z.shape[3]
+    if tile == 0:
+        return vae.decoder(vae.post_quant_conv(z))
+    th, tw = min(tile, h), min(tile, w)
+    ys, xs = tiles_1d(h, th, overlap), tiles_1d(w, tw, overlap)
+    acc, wsum = None, None
+    for i, y in enumerate(ys):
+        for j, x in enumerate(xs):
+            out = vae.decoder(vae.post_quant_conv(z[:, :, y:y + th, x:x + tw]))
+            f = out.shape[2] // th
+            if acc is None:
+                acc = torch.zeros(1, 3, h * f, w * f, dtype=torch.float64)
+                wsum = torch.zeros(h * f, w * f, dtype=torch.float64)
+            k = torch.from_numpy(np.outer(ramp(ys, i, th, f), ramp(xs, j, tw, f)))
+            acc[:, :, y * f:(y + th) * f, x * f:(x + tw) * f] += k * out.double()
+            wsum[y * f:(y + th) * f, x * f:(x + tw) * f] += k
+    return (acc / wsum).float()
+
+
+def run_decode(a):
+    with open(os.path.join(a.folder, "model_index.json")) as f:
+        idx = json.load(f)
+    _, _, vae = ex.build(idx["config"], 16)
+    vae.load_state_dict(ex.read_safetensors(os.path.join(a.folder, "weights", "vae", "weights.safetensors")))
+    torch.set_num_threads(os.cpu_count() or 2)
+    lat = np.load(a.decode).astype(np.float32)
+    with torch.no_grad():
+        img = decode_tiled(vae, torch.from_numpy(lat) / SCALING, a.tile, a.overlap)
+    np.savez(a.out, latents=lat, image=to_u8(img))
+
+
 def run(a):
+    if a.decode:
+        return run_decode(a)
     with open(os.path.join(a.folder, "model_index.json")) as f:
         idx = json.load(f)
     tok = ClipTokenizerRef(os.path.join(a.folder, "tokenizer"))
@@ -170,15 +236,17 @@ def run(a):
                         x = (sn / s) * x - math.expm1(-hh) * d
                     old = den
         img = vae.decoder(vae.post_quant_conv(x / SCALING))
-        u8 = ((img[0].permute(1, 2, 0) / 2 + 0.5).clamp(0, 1) * 255).round().to(torch.uint8).numpy()
-    np.savez(a.out, latents=x.numpy(), image=u8)
+    np.savez(a.out, latents=x.numpy(), image=to_u8(img))
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("folder")
     ap.add_argument("out")
-    ap.add_argument("--prompt", required=True)
+    ap.add_argument("--prompt")
+    ap.add_argument("--decode", help="the VAE decoder alone on these latents (.npy, 1 x 4 x h x w, scaled)")
+    ap.add_argument("--tile", type=int, default=0, help="--decode: tile side in latents (0: untiled)")
+    ap.add_argument("--overlap", type=int, default=0, help="--decode: minimum overlap in latents")
     ap.add_argument("--negative-prompt", default="")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--cfg-scale", type=float, default=7.5)
@@ -189,7 +257,10 @@ def main():
     ap.add_argument("--karras", action="store_true")
     ap.add_argument("--init-image", help="img2img: a PNG (resized bilinearly to the size if it differs)")
     ap.add_argument("--strength", type=float, default=0.75)
-    run(ap.parse_args())
+    a = ap.parse_args()
+    if a.prompt is None and not a.decode:
+        ap.error("--prompt is required")
+    run(a)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,11 @@ onnx2ggml-sd and with the reference, and requires:
   - the PNG within 1 level of 255 of the reference's pixels on at least 99.9% of them,
   - the PNG's "parameters" text naming the prompt, sampler and seed,
   - the same seed giving the same PNG bytes again, another seed another image,
+  - VAE tiling (the `decode` command on latents --save-latents wrote, 384x256 in tiles of 160 pixels
+    overlapping by >= 64: 4 x 2 tiles, the columns' origins 0, 9, 18, 28 latents, unevenly spaced):
+    the tiled image within 1 level of a PyTorch decode with the same tiles and blend weights
+    (ref_pipeline.py --decode) on 99.9% of its pixels (the tile placement and the blending), and
+    within the bound TILED_* of the untiled image (tiling is an approximation: see tiling()),
 and bad usage failing with exit 2 and a message.
 """
 import os
@@ -25,6 +30,18 @@ root = os.path.join(here, "..", "..")
 PY = sys.executable
 LATENT_TOL = 1e-3
 PIXEL_SHARE = 0.999
+# A tiled VAE decode is not the untiled one: each tile's GroupNorms normalize by the tile's own
+# statistics, the mid-block's attention sees only the tile, and the convolutions see zero padding at
+# the tile's border where the untiled decoder sees the neighbouring latents. Measured on 8 tiny models
+# (export_sd_folder.py's random weights differ between exports) with these 20-latent tiles (a small
+# tile, so a large share of the image is near a tile's border): a mean |tiled - untiled| of 1.7 to
+# 2.7 levels of 255, 97.1% to 99.7% of pixels within 8 levels, max 14 to 25. The bound keeps a
+# margin over that: a mean of at most 4 levels, at least 95% of pixels within 8. It does not pin the
+# blend down (a hard seam between tiles could pass it): the comparison with ref_pipeline.py's tiled
+# decode, within 1 level, does that; this one bounds the approximation itself, and a misplaced or
+# missing tile (content shifted by whole latents) is far outside it.
+TILED_MEAN = 4.0
+TILED_LEVELS, TILED_SHARE = 8, 0.95
 
 failures = []
 
@@ -69,6 +86,43 @@ def compare(name, sd_bin, folder, work, args, init_png=None):
     return out_png
 
 
+def tiling(sd_bin, folder, work):
+    """VAE tiling: the decode command, tiled and not, against each other and the tiled reference."""
+    lat = os.path.join(work, "tiling.npy")
+    full = os.path.join(work, "tiling_txt2img.png")
+    # auto: no tiling at 384x256 (not more pixels than 512x512), even with tiles smaller than the image
+    r = sh([sd_bin, "txt2img", "--model", folder, "-o", full, "--save-latents", lat, "--prompt", "a red cube",
+            "--steps", "2", "--cfg-scale", "1", "--width", "384", "--height", "256", "--sampler", "euler",
+            "--seed", "11", "--vae-tile-size", "160", "--vae-tile-overlap", "64"])
+    check("VAE decode" in r.stderr and "(1 run)" in r.stderr, "--vae-tiling auto does not tile 384x256: " +
+          (r.stderr.strip().splitlines() or [""])[-1])
+    off = os.path.join(work, "tiling_off.png")
+    sh([sd_bin, "decode", "--model", folder, "--latents", lat, "-o", off, "--vae-tiling", "off", "--quiet"])
+    on = os.path.join(work, "tiling_on.png")
+    r = sh([sd_bin, "decode", "--model", folder, "--latents", lat, "-o", on, "--vae-tiling", "on", "--vae-tile-size",
+            "160", "--vae-tile-overlap", "64"])
+    ref_npz = os.path.join(work, "tiling_ref.npz")
+    sh([PY, os.path.join(here, "ref_pipeline.py"), folder, ref_npz, "--decode", lat, "--tile", "20", "--overlap", "8"])
+
+    def px(path):
+        return np.asarray(Image.open(path).convert("RGB")).astype(np.int16)
+
+    check(np.array_equal(px(off), px(full)), "decode --vae-tiling off of the saved latents gives txt2img's image")
+    check("(8 tiles)" in r.stderr, f"decode in 8 tiles: {r.stderr.strip()}")
+    tiled, untiled = px(on), px(off)
+    ref = np.load(ref_npz)["image"].astype(np.int16)
+    d = np.abs(tiled - ref)
+    share = float((d <= 1).mean())
+    check(tiled.shape == ref.shape and share >= PIXEL_SHARE,
+          f"tiled decode vs the tiled reference: {share * 100:.3f}% of pixels within 1 level (max diff {int(d.max())})")
+    d = np.abs(tiled - untiled)
+    mean, share = float(d.mean()), float((d <= TILED_LEVELS).mean())
+    check(mean <= TILED_MEAN and share >= TILED_SHARE,
+          f"tiled vs untiled decode: mean |diff| {mean:.2f} levels (bound {TILED_MEAN}), {share * 100:.1f}% within "
+          f"{TILED_LEVELS} levels (bound {TILED_SHARE * 100:.0f}%), max {int(d.max())}")
+    return on
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
@@ -95,6 +149,8 @@ def main():
         compare("img2img_" + sampler, sd_bin, folder, work,
                 base + ["--sampler", sampler, "--seed", "5", "--strength", "0.6"], init_png=pngs["euler"])
 
+    tiled_png = tiling(sd_bin, folder, work)
+
     text = Image.open(pngs["euler_a"]).text.get("parameters", "")
     check("astronaut riding a horse" in text and "Sampler: euler_a" in text and "Seed: 7" in text
           and "Negative prompt: blurry" in text, f"PNG parameters text: {text!r}")
@@ -116,6 +172,15 @@ def main():
           os.path.join(folder, "model_index.json")], "not a PNG"),
         (["txt2img", "--model", folder, "--prompt", "x", "-o", other, "--steps", "0"], "--steps"),
         (["frobnicate"], "unknown command"),
+        (["txt2img", "--model", folder, "--prompt", "x", "-o", other, "--vae-tiling", "always"], "auto, on or off"),
+        (["txt2img", "--model", folder, "--prompt", "x", "-o", other, "--vae-tile-size", "100"], "multiple of 8"),
+        (["txt2img", "--model", folder, "--prompt", "x", "-o", other, "--vae-tile-size", "32"], "--vae-tile-size"),
+        (["txt2img", "--model", folder, "--prompt", "x", "-o", other, "--vae-tile-overlap", "512"],
+         "less than the tile"),
+        (["decode", "--model", folder, "-o", other, "--vae-tile-size", "128", "--vae-tile-overlap", "128"],
+         "less than the tile"),
+        (["decode", "--model", folder, "-o", other], "--latents"),
+        (["decode", "--model", folder, "-o", other, "--latents", tiled_png], "not a .npy"),
     ]
     for args, needle in bad:
         r = subprocess.run([sd_bin] + args, capture_output=True, text=True)
