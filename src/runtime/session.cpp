@@ -128,6 +128,10 @@ void Session::init(const SessionOptions& opts) {
             bar.update(done++);
             Tensor d = w.data();
             ggml_backend_tensor_set(w.t, d.data(), 0, ggml_nbytes(w.t));
+            // uploaded: the pages of its source mapped from an external data file go back to the
+            // kernel now (a later specialization re-reads them), so the process never holds the
+            // mapped and the uploaded weights at once
+            if (w.host.buf) w.host.buf->release_pages();
             w.host = Tensor();
         }
     }
