@@ -36,6 +36,7 @@ import torch
 import torch.nn as nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "models"))
+import export_sd  # noqa: E402
 import sd_models as sd  # noqa: E402
 
 CONFIGS = {
@@ -77,17 +78,12 @@ def build(config, vocab_size):
 
 
 def randomize(modules, seed):
-    """Random weights made informative: norms' affine parameters and biases random too."""
+    """Random weights made informative: norms' affine parameters and biases random too (the rule of the
+    component tests, tests/models/export_sd.py)."""
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed + 1)
-    with torch.no_grad():
-        for m in modules:
-            for mod in m.modules():
-                if isinstance(mod, (nn.GroupNorm, nn.LayerNorm)) and mod.weight is not None:
-                    mod.weight.copy_(torch.rand(mod.weight.shape, generator=gen) * 0.8 + 0.6)
-                    mod.bias.copy_(torch.randn(mod.bias.shape, generator=gen) * 0.2)
-                elif isinstance(mod, (nn.Conv2d, nn.Linear)) and mod.bias is not None:
-                    mod.bias.copy_(torch.randn(mod.bias.shape, generator=gen) * 0.1)
+    for m in modules:
+        export_sd.randomize(m, gen)
 
 
 # ---- safetensors, read and written here (the package is not in Debian 12) ---------------------
