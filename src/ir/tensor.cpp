@@ -335,6 +335,11 @@ struct MappedStorage : Storage {
     ~MappedStorage() override {
         if (base) munmap(base, len);
     }
+    void prefetch() override {
+#ifdef MADV_POPULATE_READ
+        if (base) madvise(base, len, MADV_POPULATE_READ);  // advice: an older kernel's EINVAL is ignored
+#endif
+    }
     void release_pages() override {
 #ifdef MADV_PAGEOUT
         // clean pages are dropped (re-read from the file if touched again); pages written since

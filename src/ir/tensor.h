@@ -44,6 +44,9 @@ struct Storage {
     // Gives the resident pages back to the kernel where they can be read again on the next touch (a
     // file mapping: MADV_PAGEOUT); the contents stay what they are. No-op for heap memory.
     virtual void release_pages() {}
+    // Reads the pages in at once before a whole pass over the bytes (a file mapping:
+    // MADV_POPULATE_READ, one call instead of a page fault per few pages). No-op for heap memory.
+    virtual void prefetch() {}
     uint8_t* data = nullptr;
     size_t size = 0;
 };

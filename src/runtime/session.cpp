@@ -1,5 +1,7 @@
 #include "runtime/session.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -76,12 +78,29 @@ uint64_t WeightPool::pending_bytes() const {
     return n;
 }
 
+// A weight buffer in host memory is asked for transparent huge pages (2 MB): filling gigabytes of
+// weights then takes one page fault per 2 MB instead of per 4 KB (the first run of the SD 1.5 UNet
+// spent a fifth of its time in page faults), and the kernels reading them miss the TLB less. Advice
+// only: without THP (or with "never") nothing changes.
+static void advise_huge_pages(ggml_backend_buffer_t buf) {
+#ifdef MADV_HUGEPAGE
+    if (!buf || !ggml_backend_buffer_is_host(buf)) return;
+    const uintptr_t huge = uintptr_t(2) << 20;
+    const uintptr_t b = reinterpret_cast<uintptr_t>(ggml_backend_buffer_get_base(buf));
+    const uintptr_t first = (b + huge - 1) / huge * huge, last = (b + ggml_backend_buffer_get_size(buf)) / huge * huge;
+    if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+#else
+    (void)buf;
+#endif
+}
+
 void WeightPool::alloc(ggml_backend_buffer_type_t buft) {
     if (pending_.empty()) return;
     if (buft_ && buft != buft_) internal_error("shared weights on two buffer types");
     buft_ = buft;
     pending_buf_ = ggml_backend_alloc_ctx_tensors_from_buft(pending_ctx_, buft);
     if (!pending_buf_) fail(kExitInternal, "cannot allocate the shared weight buffer");
+    advise_huge_pages(pending_buf_);
     ggml_backend_buffer_set_usage(pending_buf_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
 }
 
@@ -115,6 +134,7 @@ void Session::init(const SessionOptions& opts) {
         if (ggml_get_first_tensor(bg_->wctx)) {
             wbuf_ = ggml_backend_alloc_ctx_tensors(bg_->wctx, backend_);
             if (!wbuf_) fail(kExitInternal, "cannot allocate the weight buffer on " + backend_name());
+            advise_huge_pages(wbuf_);
             ggml_backend_buffer_set_usage(wbuf_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
         }
         // one weight at a time: its stored form is made, uploaded and dropped; with
@@ -126,6 +146,7 @@ void Session::init(const SessionOptions& opts) {
         size_t done = 0;
         for (auto& w : bg_->b->weights) {
             bar.update(done++);
+            if (w.host.buf) w.host.buf->prefetch();
             Tensor d = w.data();
             ggml_backend_tensor_set(w.t, d.data(), 0, ggml_nbytes(w.t));
             // uploaded: the pages of its source mapped from an external data file go back to the
