@@ -299,6 +299,18 @@ Tensor Tensor::cast(DType t) const {
     return r;
 }
 
+// dst (C x R) = the transpose of src (R x C), row-major, in 64 x 64 tiles so that both sides stay in cache
+template <class T>
+static void transpose_tiled(const T* src, T* dst, int64_t R, int64_t C) {
+    constexpr int64_t kTile = 64;
+    for (int64_t i0 = 0; i0 < R; i0 += kTile)
+        for (int64_t j0 = 0; j0 < C; j0 += kTile) {
+            const int64_t i1 = std::min(R, i0 + kTile), j1 = std::min(C, j0 + kTile);
+            for (int64_t i = i0; i < i1; ++i)
+                for (int64_t j = j0; j < j1; ++j) dst[j * R + i] = src[i * C + j];
+        }
+}
+
 Tensor Tensor::transposed_last2() const {
     Shape s = shape;
     size_t r = s.size();
@@ -306,11 +318,21 @@ Tensor Tensor::transposed_last2() const {
     int64_t R = s[r - 2], C = s[r - 1], B = numel() / std::max<int64_t>(1, R * C);
     std::swap(s[r - 2], s[r - 1]);
     Tensor o = zeros(dtype, s);
-    size_t es = dtype_size(dtype);
-    for (int64_t b = 0; b < B; ++b)
-        for (int64_t i = 0; i < R; ++i)
-            for (int64_t j = 0; j < C; ++j)
-                std::memcpy(o.data() + size_t((b * C + j) * R + i) * es, data() + size_t((b * R + i) * C + j) * es, es);
+    const size_t es = dtype_size(dtype);
+    for (int64_t b = 0; b < B; ++b) {
+        const uint8_t* src = data() + size_t(b * R * C) * es;
+        uint8_t* dst = o.data() + size_t(b * R * C) * es;
+        switch (es) {  // whole elements, in tiles (a weight matrix of gigabytes is transposed at load)
+            case 1: transpose_tiled(reinterpret_cast<const uint8_t*>(src), reinterpret_cast<uint8_t*>(dst), R, C); break;
+            case 2: transpose_tiled(reinterpret_cast<const uint16_t*>(src), reinterpret_cast<uint16_t*>(dst), R, C); break;
+            case 4: transpose_tiled(reinterpret_cast<const uint32_t*>(src), reinterpret_cast<uint32_t*>(dst), R, C); break;
+            case 8: transpose_tiled(reinterpret_cast<const uint64_t*>(src), reinterpret_cast<uint64_t*>(dst), R, C); break;
+            default:
+                for (int64_t i = 0; i < R; ++i)
+                    for (int64_t j = 0; j < C; ++j)
+                        std::memcpy(dst + size_t(j * R + i) * es, src + size_t(i * C + j) * es, es);
+        }
+    }
     return o;
 }
 
