@@ -58,15 +58,6 @@ class HFVaeDecoder(nn.Module):
         return self.vae.decoder(self.vae.post_quant_conv(latent_sample))
 
 
-class HFVaeEncoder(nn.Module):
-    def __init__(self, vae):
-        super().__init__()
-        self.vae = vae
-
-    def forward(self, sample):
-        return self.vae.encode_moments(sample)
-
-
 def build(config, vocab_size):
     """The three modules of a config (random initialization; eval mode). sd15 keeps CLIP's 49408 token
     embeddings whatever the tokenizer (a checkpoint's shape); tiny has one per token of the tokenizer."""
@@ -272,7 +263,7 @@ def main():
             "out_sample": {0: "batch", 2: "height", 3: "width"}})
     export(HFVaeDecoder(vae), (lat,), os.path.join(a.out, "vae_decoder", "model.onnx"), ["latent_sample"], ["sample"],
            {"latent_sample": {0: "batch", 2: "height", 3: "width"}, "sample": {0: "batch", 2: "height", 3: "width"}})
-    export(HFVaeEncoder(vae), (torch.rand(1, 3, 64, 64) * 2 - 1,), os.path.join(a.out, "vae_encoder", "model.onnx"),
+    export(sd.VaeEncoder(vae), (torch.rand(1, 3, 64, 64) * 2 - 1,), os.path.join(a.out, "vae_encoder", "model.onnx"),
            ["sample"], ["latent_parameters"],
            {"sample": {0: "batch", 2: "height", 3: "width"}, "latent_parameters": {0: "batch", 2: "height", 3: "width"}})
     tok = os.path.join(a.out, "tokenizer")
