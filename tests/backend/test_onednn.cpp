@@ -223,6 +223,36 @@ TEST(OneDNN, StridedMatMul) {
     });
 }
 
+// Matrix-vector products (at most 4 rows of src1, o2g_onednn::gemv): a fully connected layer at batch 1, three
+// rows against a permuted src0 with batch dims, and src0 broadcast over src1's batch
+TEST(OneDNN, MatrixVector) {
+    check([](ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn) {
+        ggml_tensor* x = input(ctx, ins, 301);
+        ggml_tensor* y = ggml_mul_mat(ctx, input(ctx, ins, 301, 67), x);  // [67]
+        dnn.push_back(y);
+        ggml_tensor* a = input(ctx, ins, 67, 3, 13, 2);      // [K, heads, N, batch]
+        ggml_tensor* av = ggml_permute(ctx, a, 0, 2, 1, 3);  // [K, N, heads, batch], strided
+        ggml_tensor* b = ggml_add(ctx, input(ctx, ins, 67, 3, 3, 2), y);
+        dnn.push_back(b);
+        ggml_tensor* z = ggml_mul_mat(ctx, av, b);  // [13, 3, 3, 2]
+        dnn.push_back(z);
+        ggml_tensor* u = ggml_mul_mat(ctx, input(ctx, ins, 13, 9), z);  // broadcast over the batch dims
+        dnn.push_back(u);
+        return u;
+    });
+}
+
+// CLAMP that is no convolution's activation (a HardSigmoid's SCALE + CLAMP): oneDNN's clip eltwise
+TEST(OneDNN, Clamp) {
+    check([](ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn) {
+        ggml_tensor* x = ggml_scale_bias(ctx, input(ctx, ins, 37, 5, 3), 1.0f / 6.0f, 0.5f);
+        dnn.push_back(x);
+        ggml_tensor* y = ggml_clamp(ctx, x, 0.0f, 1.0f);
+        dnn.push_back(y);
+        return y;
+    });
+}
+
 // POOL_2D with ggml's symmetric padding standing for ONNX's ceil_mode (a right padding that gives
 // ggml's output size), max and average
 TEST(OneDNN, PoolCeilPadding) {

@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <dnnl.hpp>
@@ -1039,9 +1040,37 @@ inline bool mul_mat_supported(const ggml_tensor* op) {
            (a->ne[2] == b->ne[2] || a->ne[2] == 1) && (a->ne[3] == b->ne[3] || a->ne[3] == 1);
 }
 
+// Matrix-vector products (src1 of at most kGemvRows rows per batch: a classifier's fully connected layers at
+// batch 1, a decoder's step) are bound by reading src0 once: each of its rows is dotted with the few rows of
+// src1 by ggml's vectorized F32 dot product (the same as ggml's CPU backend uses), the rows of src0 split over
+// the OpenMP threads. oneDNN 2.6's matmul read the transposed [N, K] weight of such a product at ~31 GB/s here,
+// this at ~50 GB/s (alexnet's 9216 x 4096 layer at batch 1: 4.9 -> 3.0 ms).
+constexpr int64_t kGemvRows = 4;
+inline void gemv(const ggml_tensor* dst) {
+    const ggml_tensor* a = dst->src[0];  // [K, N, A2, A3]
+    const ggml_tensor* b = dst->src[1];  // [K, M, B2, B3]
+    const ggml_vec_dot_t dot = ggml_get_type_traits_cpu(GGML_TYPE_F32)->vec_dot;
+    const int64_t K = a->ne[0], N = a->ne[1], M = b->ne[1], B2 = b->ne[2], B3 = b->ne[3];
+    const int64_t rows = N * B2 * B3;
+    const char* ad = static_cast<const char*>(a->data);
+    const char* bd = static_cast<const char*>(b->data);
+    char* dd = static_cast<char*>(dst->data);
+#pragma omp parallel for schedule(static) if (rows * K * M > (int64_t(1) << 15))
+    for (int64_t r = 0; r < rows; ++r) {
+        const int64_t n = r % N, i2 = r / N % B2, i3 = r / (N * B2);
+        const char* ar = ad + n * a->nb[1] + (a->ne[2] == 1 ? 0 : i2) * a->nb[2] + (a->ne[3] == 1 ? 0 : i3) * a->nb[3];
+        for (int64_t m = 0; m < M; ++m) {
+            const char* br = bd + m * b->nb[1] + i2 * b->nb[2] + i3 * b->nb[3];
+            float* y = reinterpret_cast<float*>(dd + n * dst->nb[0] + m * dst->nb[1] + i2 * dst->nb[2] + i3 * dst->nb[3]);
+            dot(int(K), y, 0, ar, 0, br, 0, 1);
+        }
+    }
+}
+
 inline void mul_mat(Context& c, ggml_tensor* dst) {
     const ggml_tensor* a = dst->src[0];  // [K, N, A2, A3]
     const ggml_tensor* b = dst->src[1];  // [K, M, B2, B3]
+    if (b->ne[1] <= kGemvRows && a->ne[0] <= INT32_MAX) return gemv(dst);
     using dims = dnnl::memory::dims;
     using dt = dnnl::memory::data_type;
     dims a_str = {int64_t(a->nb[3] / 4), int64_t(a->nb[2] / 4), 1, int64_t(a->nb[1] / 4)};
@@ -1383,7 +1412,8 @@ inline void group_norm(Context& c, const ggml_tensor* dst, const ggml_tensor* ga
 }
 
 // Elementwise ops as oneDNN's vectorized eltwise primitive: SIGMOID, GELU_ERF, SILU, HARDSWISH, RELU, TANH, EXP,
-// ABS, NEG, SQR, SQRT and SCALE (x * s + b). ggml's CPU kernels compute the transcendental ones element by
+// ABS, NEG, SQR, SQRT, SCALE (x * s + b) and CLAMP (a HardSigmoid's SCALE + CLAMP: 18 of mobilenet_v3_small's 19
+// scheduler splits when its CLAMP went to ggml's CPU backend). ggml's CPU kernels compute the transcendental ones element by
 // element (10% of CLIP's time in its QuickGELU, 3% of the UNet's in its GEGLU, 52% of mobilenet_v3_small's in
 // its HardSwish, 36% of GPT-2's in its tanh GELU); and any of them between oneDNN nodes (densenet's ReLU after
 // each BatchNorm, the steps of a GELU written out) would cost two scheduler splits on the CPU backend.
@@ -1394,6 +1424,12 @@ inline bool eltwise_alg(const ggml_tensor* op, EltwiseAlg* e) {
         float sb[2];
         std::memcpy(sb, op->op_params, sizeof(sb));
         *e = {alg::eltwise_linear, sb[0], sb[1]};
+        return true;
+    }
+    if (op->op == GGML_OP_CLAMP) {  // ggml's max(min(x, hi), lo) (a HardSigmoid's last step, a Clip)
+        float lohi[2];
+        std::memcpy(lohi, op->op_params, sizeof(lohi));
+        *e = {alg::eltwise_clip, lohi[0], lohi[1]};
         return true;
     }
     if (op->op == GGML_OP_SQR || op->op == GGML_OP_SQRT) {
@@ -1524,7 +1560,7 @@ inline ggml_status compute_nodes(Context& c, ggml_cgraph* g) {
             case GGML_OP_UNARY:  // (a convolution's output may be in private_layout: activation() reads it so)
                 is_conv_activation(n) ? activation(c, n) : eltwise(c, n);
                 break;
-            case GGML_OP_CLAMP: activation(c, n); break;
+            case GGML_OP_CLAMP: is_conv_activation(n) ? activation(c, n) : eltwise(c, n); break;
             case GGML_OP_SCALE:
             case GGML_OP_SQR:
             case GGML_OP_SQRT: eltwise(c, n); break;
@@ -1632,7 +1668,7 @@ inline bool dev_supports_op(ggml_backend_dev_t, const ggml_tensor* op) {
         case GGML_OP_DIV: return is_binary(op);
         case GGML_OP_GROUP_NORM: return norm_supported(op);
         case GGML_OP_UNARY: return is_conv_activation(op) || is_norm_silu(op) || is_eltwise(op);
-        case GGML_OP_CLAMP: return is_conv_activation(op);
+        case GGML_OP_CLAMP: return is_conv_activation(op) || is_eltwise(op);
         case GGML_OP_SCALE:
         case GGML_OP_SQR:
         case GGML_OP_SQRT: return is_eltwise(op);
