@@ -3,9 +3,11 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <set>
 
 #include "ggml-alloc.h"
 #include "lower/host_kernel.h"
@@ -42,9 +44,9 @@ WeightPool::~WeightPool() {
 }
 
 void WeightPool::drop_pending() {
-    if (pending_buf_) ggml_backend_buffer_free(pending_buf_);
+    for (auto b : pending_bufs_) ggml_backend_buffer_free(b);
     if (pending_ctx_) ggml_free(pending_ctx_);
-    pending_buf_ = nullptr;
+    pending_bufs_.clear();
     pending_ctx_ = nullptr;
     pending_.clear();
 }
@@ -94,23 +96,24 @@ static void advise_huge_pages(ggml_backend_buffer_t buf) {
 #endif
 }
 
-void WeightPool::alloc(ggml_backend_buffer_type_t buft) {
+void WeightPool::alloc(ggml_backend_buffer_type_t buft, ggml_backend_buffer_type_t host_buft,
+                       const std::set<const ggml_tensor*>& host) {
     if (pending_.empty()) return;
     if (buft_ && buft != buft_) internal_error("shared weights on two buffer types");
     buft_ = buft;
-    pending_buf_ = ggml_backend_alloc_ctx_tensors_from_buft(pending_ctx_, buft);
-    if (!pending_buf_) fail(kExitInternal, "cannot allocate the shared weight buffer");
-    advise_huge_pages(pending_buf_);
-    ggml_backend_buffer_set_usage(pending_buf_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    size_t n = pending_bufs_.size();
+    if (!o2g_runtime::alloc_weights(pending_ctx_, buft, host_buft, host, pending_bufs_))
+        fail(kExitInternal, "cannot allocate the shared weight buffer");
+    for (size_t i = n; i < pending_bufs_.size(); ++i) advise_huge_pages(pending_bufs_[i]);
 }
 
 void WeightPool::publish() {
-    if (pending_.empty() || !pending_buf_) return drop_pending();
-    bytes_ += ggml_backend_buffer_get_size(pending_buf_);
+    if (pending_.empty() || pending_bufs_.empty()) return drop_pending();
+    for (auto b : pending_bufs_) bytes_ += ggml_backend_buffer_get_size(b);
     published_.insert(pending_.begin(), pending_.end());
-    bufs_.push_back(pending_buf_);
+    bufs_.insert(bufs_.end(), pending_bufs_.begin(), pending_bufs_.end());
     ctxs_.push_back(pending_ctx_);
-    pending_buf_ = nullptr;
+    pending_bufs_.clear();
     pending_ctx_ = nullptr;
     pending_.clear();
 }
@@ -130,13 +133,14 @@ void Session::init(const SessionOptions& opts) {
     for (auto& w : bg_->b->weights) wbytes += ggml_nbytes(w.t);
     check_memory(wbytes, g.path + ": the weights");
     if (!bg_->b->weights.empty()) {
-        if (opts.pool) opts.pool->alloc(ggml_backend_get_default_buffer_type(backend_));
-        if (ggml_get_first_tensor(bg_->wctx)) {
-            wbuf_ = ggml_backend_alloc_ctx_tensors(bg_->wctx, backend_);
-            if (!wbuf_) fail(kExitInternal, "cannot allocate the weight buffer on " + backend_name());
-            advise_huge_pages(wbuf_);
-            ggml_backend_buffer_set_usage(wbuf_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-        }
+        // weights some node reading them cannot run on the backend with stay in host memory (o2g_runtime.h)
+        ggml_backend_buffer_type_t buft = ggml_backend_get_default_buffer_type(backend_);
+        ggml_backend_buffer_type_t host_buft = cpu_ ? ggml_backend_get_default_buffer_type(cpu_) : nullptr;
+        std::set<const ggml_tensor*> host = o2g_runtime::host_weights(backend_, cpu_, bg_->gf);
+        if (opts.pool) opts.pool->alloc(buft, host_buft, host);
+        if (!o2g_runtime::alloc_weights(bg_->wctx, buft, host_buft, host, wbufs_))
+            fail(kExitInternal, "cannot allocate the weight buffer on " + backend_name());
+        for (auto b : wbufs_) advise_huge_pages(b);
         // one weight at a time: its stored form is made, uploaded and dropped; with
         // release_host_constants the graph's own copy goes too, so a file mapping is unmapped
         if (opts.release_host_constants)
@@ -167,8 +171,21 @@ void Session::init(const SessionOptions& opts) {
         if (!t->view_src) largest = std::max(largest, ggml_nbytes(t));
     }
     check_memory(wbytes + largest, g.path + ": the weights and the largest intermediate tensor");
-    if (!ggml_backend_sched_reserve(sched_, bg_->gf))
-        bad_input(g.path + ": cannot allocate the compute buffers (out of memory)");
+    // ggml_backend_sched_reserve splits the graph it is given, and splitting points every node that reads a
+    // tensor held by another backend at the copy made for it (node->src); a second split of that graph (the
+    // alloc_graph below) would then take the copies for tensors of the node's own backend and never fill them
+    // (seen with Vulkan: graph inputs and host-kernel outputs read as stale device memory). The sources are
+    // put back after the reserve, so alloc_graph splits the graph as it was built. (By node, not by index: a
+    // backend may reorder the nodes of its splits, as ggml-vulkan's graph_optimize does.)
+    std::vector<std::pair<ggml_tensor*, std::array<ggml_tensor*, GGML_MAX_SRC>>> srcs;
+    for (int i = 0; i < ggml_graph_n_nodes(bg_->gf); ++i) {
+        ggml_tensor* t = ggml_graph_node(bg_->gf, i);
+        srcs.emplace_back(t, std::array<ggml_tensor*, GGML_MAX_SRC>{});
+        std::copy_n(t->src, GGML_MAX_SRC, srcs.back().second.begin());
+    }
+    bool reserved = ggml_backend_sched_reserve(sched_, bg_->gf);
+    for (auto& [t, s] : srcs) std::copy_n(s.begin(), GGML_MAX_SRC, t->src);
+    if (!reserved) bad_input(g.path + ": cannot allocate the compute buffers (out of memory)");
     size_t cbytes = 0;
     for (ggml_backend_t be : backends)
         if (be) cbytes += ggml_backend_sched_get_buffer_size(sched_, be);
@@ -328,18 +345,22 @@ Session::~Session() { release(); }
 
 void Session::release() {
     if (sched_) ggml_backend_sched_free(sched_);
-    if (wbuf_) ggml_backend_buffer_free(wbuf_);
+    for (auto b : wbufs_) ggml_backend_buffer_free(b);
     bg_.reset();
     if (cpu_) ggml_backend_free(cpu_);
     if (backend_) ggml_backend_free(backend_);
     sched_ = nullptr;
-    wbuf_ = nullptr;
+    wbufs_.clear();
     cpu_ = backend_ = nullptr;
 }
 
 std::string Session::backend_name() const { return ggml_backend_name(backend_); }
 
-size_t Session::weight_bytes() const { return wbuf_ ? ggml_backend_buffer_get_size(wbuf_) : 0; }
+size_t Session::weight_bytes() const {
+    size_t n = 0;
+    for (auto b : wbufs_) n += ggml_backend_buffer_get_size(b);
+    return n;
+}
 
 size_t Session::buffer_bytes() const {
     size_t n = weight_bytes();

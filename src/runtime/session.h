@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,7 +44,9 @@ public:
     ggml_tensor* get(const std::string& key, ggml_type type, const int64_t ne[4], bool* fresh) override;
     void begin(size_t max_tensors) override;
     uint64_t pending_bytes() const;
-    void alloc(ggml_backend_buffer_type_t buft);  // the pending tensors' memory
+    // the pending tensors' memory: in buft, those on_host picks in host_buft (when given)
+    void alloc(ggml_backend_buffer_type_t buft, ggml_backend_buffer_type_t host_buft,
+               const std::set<const ggml_tensor*>& host);
     void publish();                               // they hold their data: later graphs may use them
     uint64_t bytes() const { return bytes_; }     // published
     size_t size() const { return published_.size(); }
@@ -56,7 +59,7 @@ private:
     void drop_pending();
     std::map<std::string, ggml_tensor*> published_, pending_;
     ggml_context* pending_ctx_ = nullptr;
-    ggml_backend_buffer_t pending_buf_ = nullptr;
+    std::vector<ggml_backend_buffer_t> pending_bufs_;
     std::vector<ggml_context*> ctxs_;
     std::vector<ggml_backend_buffer_t> bufs_;
     ggml_backend_buffer_type_t buft_ = nullptr;
@@ -125,7 +128,7 @@ private:
     std::map<size_t, Tensor> host_outs_;  // outputs returned as host values (strings, wide int64 constants)
     ggml_backend_t backend_ = nullptr, cpu_ = nullptr;
     int threads_ = 0;  // SessionOptions::threads: 0 = taken again before every compute (o2g_runtime.h)
-    ggml_backend_buffer_t wbuf_ = nullptr;
+    std::vector<ggml_backend_buffer_t> wbufs_;  // weights: on the backend, and in host memory (see init)
     ggml_backend_sched_t sched_ = nullptr;
     struct Prof;
     std::unique_ptr<Prof> prof_;

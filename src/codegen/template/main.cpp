@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
     if (ggml_backend_dev_type(ggml_backend_get_device(backend)) != GGML_BACKEND_DEVICE_TYPE_CPU)
         cpu = o2g_runtime::init_backend("cpu", threads, &err);
 
-    // weights from the GGUF file into one backend buffer
+    // the weights' tensors from the GGUF file's metadata (their memory once the graph shows where they go)
     ggml_context* wctx = nullptr;
     gguf_init_params gp = {true, &wctx};
     gguf_context* gg = gguf_init_from_file(weights.c_str(), gp);
@@ -156,8 +156,26 @@ int main(int argc, char** argv) {
         w[i] = ggml_get_tensor(wctx, n.c_str());
         if (!w[i]) die(weights + ": weight " + n + " is missing");
     }
-    ggml_backend_buffer_t wbuf = model::n_weights ? ggml_backend_alloc_ctx_tensors(wctx, backend) : nullptr;
-    if (wbuf) ggml_backend_buffer_set_usage(wbuf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);  // as `run` marks them
+
+    // the graph
+    ggml_init_params cp = {
+        ggml_tensor_overhead() * model::max_tensors + ggml_graph_overhead_custom(model::graph_size, false), nullptr,
+        true};
+    ggml_context* ctx = ggml_init(cp);
+    ggml_tensor* in[model::n_inputs + 1] = {};
+    ggml_tensor* out[model::n_outputs + 1] = {};
+    model::build(ctx, w.data(), in, out);
+    ggml_cgraph* gf = ggml_new_graph_custom(ctx, model::graph_size, false);
+    for (int k = 0; k < model::n_outputs; ++k)
+        if (out[k]) ggml_build_forward_expand(gf, out[k]);
+    // their memory: on the backend, but those a node reading them cannot run on there in host memory, and
+    // their data from the file (as `run` does: o2g_runtime.h)
+    std::vector<ggml_backend_buffer_t> wbufs;
+    if (model::n_weights &&
+        !o2g_runtime::alloc_weights(wctx, ggml_backend_get_default_buffer_type(backend),
+                                    cpu ? ggml_backend_get_default_buffer_type(cpu) : nullptr,
+                                    o2g_runtime::host_weights(backend, cpu, gf), wbufs))
+        die("cannot allocate the weight buffers");
     if (model::n_weights) {
         FILE* f = fopen(weights.c_str(), "rb");
         if (!f) die(weights + ": cannot open");
@@ -172,17 +190,6 @@ int main(int argc, char** argv) {
         fclose(f);
     }
 
-    // the graph
-    ggml_init_params cp = {
-        ggml_tensor_overhead() * model::max_tensors + ggml_graph_overhead_custom(model::graph_size, false), nullptr,
-        true};
-    ggml_context* ctx = ggml_init(cp);
-    ggml_tensor* in[model::n_inputs + 1] = {};
-    ggml_tensor* out[model::n_outputs + 1] = {};
-    model::build(ctx, w.data(), in, out);
-    ggml_cgraph* gf = ggml_new_graph_custom(ctx, model::graph_size, false);
-    for (int k = 0; k < model::n_outputs; ++k)
-        if (out[k]) ggml_build_forward_expand(gf, out[k]);
     ggml_backend_t backends[2] = {backend, cpu};
     ggml_backend_sched_t sched = ggml_backend_sched_new(backends, nullptr, cpu ? 2 : 1, model::graph_size, false, true);
     if (!ggml_backend_sched_alloc_graph(sched, gf)) die("cannot allocate the compute graph");
@@ -274,7 +281,7 @@ int main(int argc, char** argv) {
 
     ggml_backend_sched_free(sched);
     ggml_free(ctx);
-    if (wbuf) ggml_backend_buffer_free(wbuf);
+    for (ggml_backend_buffer_t b : wbufs) ggml_backend_buffer_free(b);
     gguf_free(gg);
     ggml_free(wctx);
     if (cpu) ggml_backend_free(cpu);

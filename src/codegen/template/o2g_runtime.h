@@ -26,10 +26,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "ggml-alloc.h"
 #include "ggml-backend.h"
 #include "o2g_onednn.h"
 
@@ -138,9 +140,16 @@ inline void set_threads(ggml_backend_t be, int fixed) {
 }
 
 // ggml's dynamically loaded backends (libggml-*.so beside the program or on GGML_BACKEND_PATH) and
-// the oneDNN backend when built in: registered once per process
+// the oneDNN backend when built in: registered once per process.
+// ggml-vulkan computes F32 matrix products through fp16 shared memory on devices with fp16 arithmetic
+// (measured on llvmpipe: 3e-4 of the range per product, regnet_y_400mf's output 3.6e-3 of its range off
+// PyTorch's); onnx2ggml promises the model's numbers, so that is turned off (GGML_VK_DISABLE_F16, read
+// when ggml-vulkan opens a device) unless ONNX2GGML_VULKAN_FP16=1 asks for ggml-vulkan's default, faster on
+// GPUs with fp16 units. F16 weights are still read as F16, and accumulated in F32.
 inline void register_backends() {
     static const bool done = [] {
+        const char* fp16 = std::getenv("ONNX2GGML_VULKAN_FP16");
+        if (!(fp16 && std::strcmp(fp16, "1") == 0)) setenv("GGML_VK_DISABLE_F16", "1", 0);
         ggml_backend_load_all();
 #ifdef O2G_USE_ONEDNN
         o2g_onednn::register_backend();
@@ -185,6 +194,48 @@ inline ggml_backend_t init_backend(const std::string& name, int threads, std::st
     }
     if (be) set_threads(be, threads);
     return be;
+}
+
+// Weights to keep in host memory. ggml_backend_sched runs a node that reads a weight on the backend of the
+// weight's buffer, and aborts when that backend cannot run the node (ggml-vulkan: a tensor larger than the
+// device's largest storage buffer, e.g. CLIP's 152 MB token embedding on llvmpipe's 128 MB). So a weight that a
+// node `be` cannot run reads (or that such a node reads through a view) goes to host memory, where the CPU
+// backend runs its readers. None when `be` computes in host memory itself (CPU, oneDNN) or there is no `cpu`.
+inline std::set<const ggml_tensor*> host_weights(ggml_backend_t be, ggml_backend_t cpu, ggml_cgraph* gf) {
+    std::set<const ggml_tensor*> host;
+    if (!cpu || ggml_backend_buft_is_host(ggml_backend_get_default_buffer_type(be))) return host;
+    for (int i = 0; i < ggml_graph_n_nodes(gf); ++i) {
+        ggml_tensor* n = ggml_graph_node(gf, i);
+        if (ggml_backend_supports_op(be, n)) continue;
+        for (ggml_tensor* s : n->src)
+            if (s) host.insert(s->view_src ? s->view_src : s);
+    }
+    return host;
+}
+
+// Allocates the tensors of `ctx` that have no memory yet: those in `host` in one buffer of host_buft, the others
+// in one of buft. Appends the buffers made (none, one or two; usage: weights) to `bufs`; false when an
+// allocation fails.
+inline bool alloc_weights(ggml_context* ctx, ggml_backend_buffer_type_t buft, ggml_backend_buffer_type_t host_buft,
+                          const std::set<const ggml_tensor*>& host, std::vector<ggml_backend_buffer_t>& bufs) {
+    auto unallocated = [](const ggml_tensor* t) { return !t->data && !t->view_src; };
+    auto add = [&bufs](ggml_backend_buffer_t b) {
+        if (b) ggml_backend_buffer_set_usage(b, GGML_BACKEND_BUFFER_USAGE_WEIGHTS), bufs.push_back(b);
+        return b != nullptr;
+    };
+    size_t size = 0, align = host_buft ? ggml_backend_buft_get_alignment(host_buft) : 1;
+    for (ggml_tensor* t = ggml_get_first_tensor(ctx); t && host_buft; t = ggml_get_next_tensor(ctx, t))
+        if (unallocated(t) && host.count(t)) size += GGML_PAD(ggml_backend_buft_get_alloc_size(host_buft, t), align);
+    if (size > 0) {
+        ggml_backend_buffer_t b = ggml_backend_buft_alloc_buffer(host_buft, size);
+        if (!add(b)) return false;
+        ggml_tallocr ta = ggml_tallocr_new(b);
+        for (ggml_tensor* t = ggml_get_first_tensor(ctx); t; t = ggml_get_next_tensor(ctx, t))
+            if (unallocated(t) && host.count(t) && ggml_tallocr_alloc(&ta, t) != GGML_STATUS_SUCCESS) return false;
+    }
+    for (ggml_tensor* t = ggml_get_first_tensor(ctx); t; t = ggml_get_next_tensor(ctx, t))
+        if (unallocated(t)) return add(ggml_backend_alloc_ctx_tensors_from_buft(ctx, buft));
+    return true;
 }
 
 // before every compute when the thread count is not fixed: ggml's CPU backend (`be` or `cpu`) to
