@@ -16,23 +16,25 @@ namespace {
 using Lc = LowerCtx;
 
 // A grouped convolution (1 < group, not depthwise) as one im2col and one batched matrix product
-// (a product per group, the group the batch dim): im2col's rows are (channel, kh, kw), so group g's
-// are one contiguous block of cg*KH*KW; the kernel [KW, KH, cg, M] is the batch of the groups'
-// [cg*KH*KW, M/group] matrices as it is. Every group at once: no per-group slices, copies and
-// concatenations (regnet_y_400mf: 1128 scheduler splits and 515 CONCATs before).
+// (a product per group, the group a batch dim): x [W, H, C, N] is, as it is in memory, the batch of
+// group*N maps [W, H, cg] (group fastest), so one im2col of it gives every group's columns
+// [cg*KH*KW, OW*OH] as a dense batch, and the kernel [KW, KH, cg, M] is the batch of the groups'
+// [cg*KH*KW, M/group] matrices as it is (broadcast over N). Every group at once: no per-group slices,
+// copies and concatenations (regnet_y_400mf: 1128 scheduler splits and 515 CONCATs before), and both
+// operands of the product dense (ggml-vulkan converts a strided F32 src1 to F16 first: 4e-4 of
+// regnet_y_400mf's range lost when the columns were a permuted view).
 ggml_tensor* grouped_conv2d(Lc& c, ggml_tensor* w, ggml_tensor* x, int64_t group, int s0, int s1, int p0, int p1,
                             int d0, int d1) {
-    int64_t KW = w->ne[0], KH = w->ne[1], cg = w->ne[2], M = w->ne[3], mg = M / group, C = x->ne[2];
+    int64_t KW = w->ne[0], KH = w->ne[1], cg = w->ne[2], M = w->ne[3], mg = M / group, N = x->ne[3];
     ggml_type ct = w->type == GGML_TYPE_F16 ? GGML_TYPE_F16 : GGML_TYPE_F32;
-    // im2col reads only its kernel operand's shape [KW, KH, C, *]: the kernel itself, reshaped
-    ggml_tensor* shape = G(c.b, ggml_reshape_4d, w, KW, KH, C, M * cg / C);
-    ggml_tensor* col = G(c.b, ggml_im2col, shape, x, s0, s1, p0, p1, d0, d1, true, ct);  // [C*KH*KW, OW, OH, N]
-    int64_t Kg = KW * KH * cg, OW = col->ne[1], OH = col->ne[2], N = col->ne[3], P = OW * OH * N;
-    ggml_tensor* cols = G(c.b, ggml_permute, G(c.b, ggml_reshape_3d, col, Kg, group, P), 0, 2, 1, 3);  // [Kg, P, g]
-    ggml_tensor* r = G(c.b, ggml_mul_mat, G(c.b, ggml_reshape_3d, w, Kg, mg, group), cols);            // [mg, P, g]
-    // [mg, OW*OH, N, g] -> [OW*OH, mg, g, N]: channel g*mg + j of batch n
-    r = G(c.b, ggml_permute, G(c.b, ggml_reshape_4d, r, mg, OW * OH, N, group), 1, 0, 3, 2);
-    ggml_tensor* y = G(c.b, ggml_cont_4d, r, OW, OH, M, N);
+    ggml_tensor* xg = G(c.b, ggml_reshape_4d, c.cont(x), x->ne[0], x->ne[1], cg, group * N);
+    // im2col reads only its kernel operand's shape [KW, KH, cg, *]
+    ggml_tensor* col = G(c.b, ggml_im2col, w, xg, s0, s1, p0, p1, d0, d1, true, ct);  // [cg*KH*KW, OW, OH, g*N]
+    int64_t Kg = KW * KH * cg, OW = col->ne[1], OH = col->ne[2];
+    ggml_tensor* cols = G(c.b, ggml_reshape_4d, col, Kg, OW * OH, group, N);
+    ggml_tensor* r = G(c.b, ggml_mul_mat, G(c.b, ggml_reshape_4d, w, Kg, mg, group, 1), cols);  // [mg, OW*OH, g, N]
+    // -> [OW*OH, mg, g, N]: channel g*mg + j of batch n
+    ggml_tensor* y = G(c.b, ggml_cont_4d, G(c.b, ggml_permute, r, 1, 0, 2, 3), OW, OH, M, N);
     // a backend may compute y as one grouped convolution of x and w (the oneDNN backend does)
     return w->type == GGML_TYPE_F32 ? G(c.b, o2g::grouped_conv, y, x, w, int(group)) : y;
 }

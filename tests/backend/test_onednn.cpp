@@ -270,22 +270,22 @@ TEST(OneDNN, PoolCeilPadding) {
 // group: its blocked JIT kernel; 8 and 3: others) and skips the IM2COL and MUL_MAT
 TEST(OneDNN, GroupedConv) {
     struct Case {
-        int64_t W, H, C, M, group, K;
+        int64_t W, H, C, M, group, K, N;
         int s, p;
     };
-    for (Case q : {Case{14, 12, 64, 64, 4, 3, 1, 1}, Case{15, 15, 48, 48, 6, 3, 2, 1}, Case{9, 11, 12, 24, 4, 1, 1, 0}})
+    for (Case q : {Case{14, 12, 64, 64, 4, 3, 1, 1, 1}, Case{15, 15, 48, 48, 6, 3, 2, 2, 1},
+                   Case{9, 11, 12, 24, 4, 1, 1, 1, 0}})
         check([q](ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn) {
-            ggml_tensor* x = input(ctx, ins, q.W, q.H, q.C, 1);
+            ggml_tensor* x = input(ctx, ins, q.W, q.H, q.C, q.N);
             int64_t cg = q.C / q.group, mg = q.M / q.group;
             ggml_tensor* w = input(ctx, ins, q.K, q.K, cg, q.M);
-            ggml_tensor* col =
-                ggml_im2col(ctx, ggml_reshape_4d(ctx, w, q.K, q.K, q.C, q.M * cg / q.C), x, q.s, q.s, q.p, q.p, 1, 1, true,
-                            GGML_TYPE_F32);
-            int64_t Kg = q.K * q.K * cg, OW = col->ne[1], OH = col->ne[2], P = OW * OH;
-            ggml_tensor* cols = ggml_permute(ctx, ggml_reshape_3d(ctx, col, Kg, q.group, P), 0, 2, 1, 3);
-            ggml_tensor* r = ggml_mul_mat(ctx, ggml_reshape_3d(ctx, w, Kg, mg, q.group), cols);
-            r = ggml_permute(ctx, ggml_reshape_4d(ctx, r, mg, P, 1, q.group), 1, 0, 3, 2);
-            ggml_tensor* y = o2g::grouped_conv(ctx, ggml_cont_4d(ctx, r, OW, OH, q.M, 1), x, w, int(q.group));
+            ggml_tensor* xg = ggml_reshape_4d(ctx, x, q.W, q.H, cg, q.group * q.N);
+            ggml_tensor* col = ggml_im2col(ctx, w, xg, q.s, q.s, q.p, q.p, 1, 1, true, GGML_TYPE_F32);
+            int64_t Kg = q.K * q.K * cg, OW = col->ne[1], OH = col->ne[2];
+            ggml_tensor* cols = ggml_reshape_4d(ctx, col, Kg, OW * OH, q.group, q.N);
+            ggml_tensor* r = ggml_mul_mat(ctx, ggml_reshape_4d(ctx, w, Kg, mg, q.group, 1), cols);
+            r = ggml_permute(ctx, r, 1, 0, 2, 3);
+            ggml_tensor* y = o2g::grouped_conv(ctx, ggml_cont_4d(ctx, r, OW, OH, q.M, q.N), x, w, int(q.group));
             dnn.push_back(y);
             return y;
         });
