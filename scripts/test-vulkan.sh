@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The Vulkan backend, tested on the CPU: builds onnx2ggml with -DGGML_VULKAN=ON in build-vulkan/ (or
+# BUILD_DIR) and runs ctest's `vulkan` label there: model parity with `--backend vulkan` on Mesa's
+# llvmpipe, a Vulkan device implemented on the CPU (no GPU needed). Called by scripts/test.sh
+# (ONNX2GGML_SKIP_VULKAN=1 skips it). Extra arguments go to ctest.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+build="${BUILD_DIR:-$here/build-vulkan}"
+"$here/scripts/setup.sh" --vulkan
+inc=$("$here/scripts/fetch-vulkan-headers.sh")
+loader=$(ldconfig -p | awk '/libvulkan\.so\.1 / && /x86-64|x86_64/ {print $NF; exit}')
+[ -n "$loader" ] || loader=$(ldconfig -p | awk '/libvulkan\.so\.1 / {print $NF; exit}')
+cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release -DGGML_VULKAN=ON -DVulkan_INCLUDE_DIR="$inc" \
+  -DVulkan_LIBRARY="$loader" -DONNX2GGML_TESTS=ON >"$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 1; }
+grep "onnx2ggml:" "$build.configure.log" || true
+# the CLI is all the vulkan tests run (about 6 minutes on 2 cores, most of it ggml-vulkan's shaders)
+cmake --build "$build" --target onnx2ggml -j "$(nproc)"
+# ggml-vulkan lists CPU-type devices (llvmpipe) only when asked for them by index
+export GGML_VK_VISIBLE_DEVICES="${GGML_VK_VISIBLE_DEVICES:-0}"
+(cd "$build" && ctest --output-on-failure -j "$(nproc)" -L vulkan "$@")
