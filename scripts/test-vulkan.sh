@@ -8,8 +8,10 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 build="${BUILD_DIR:-$here/build-vulkan}"
 "$here/scripts/setup.sh" --vulkan
 inc=$("$here/scripts/fetch-vulkan-headers.sh")
-loader=$(ldconfig -p | awk '/libvulkan\.so\.1 / && /x86-64|x86_64/ {print $NF; exit}')
-[ -n "$loader" ] || loader=$(ldconfig -p | awk '/libvulkan\.so\.1 / {print $NF; exit}')
+# the loader (libvulkan1 ships no libvulkan.so link); awk reads all of ldconfig's list (an early exit
+# would end ldconfig with SIGPIPE, a failure under pipefail)
+loader=$(ldconfig -p | awk '/libvulkan\.so\.1 / && !f {f = $NF} END {print f}')
+[ -n "$loader" ] || { echo "test-vulkan: no libvulkan.so.1 (scripts/setup.sh --vulkan installs libvulkan1)" >&2; exit 1; }
 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release -DGGML_VULKAN=ON -DVulkan_INCLUDE_DIR="$inc" \
   -DVulkan_LIBRARY="$loader" -DONNX2GGML_TESTS=ON >"$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 1; }
 grep "onnx2ggml:" "$build.configure.log" || true
