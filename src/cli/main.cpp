@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +22,7 @@
 #include "onnx2ggml_core.h"
 #include "o2g_build_version.h"
 #include "o2g_info.h"
+#include "o2g_runtime.h"
 #include "runtime/compare.h"
 #include "runtime/dot.h"
 #include "ops/op.h"
@@ -36,7 +38,7 @@ const char* kUsage =
     "  inspect MODEL [--input-shape NAME=DIMS ...] [--json] [--ggml] [--dot FILE | --svg FILE] (--ggml with a picture: "
     "the ggml graph)\n"
     "  run     MODEL [--input NAME=FILE.npy ...] [--random-inputs SEED] [--input-shape NAME=DIMS ...]\n"
-    "                [--then --input ... (another input set, same session)] [--output-dir DIR] [--backend NAME|auto]\n"
+    "                [--then --input ... (another input set, same session)] [--output-dir DIR] [--backend NAME|auto|rpc:HOST:PORT[,...]]\n"
     "                [--threads N] [--profile] [--verbose] [--max-specializations N]\n"
     "  compile MODEL -o OUTDIR [--input-shape NAME=DIMS ...]\n"
     "  quantize MODEL -o FILE.gguf --weights TYPE [--weights-rule REGEX=TYPE ...] [--input-shape NAME=DIMS ...]\n"
@@ -51,6 +53,9 @@ const char* kUsage =
     "  compare MODEL [--input ... | --random-inputs SEED] [--reference host|ort|DIR] [--tolerance T] [--json] "
     "[--backend B] [--svg FILE] [--no-inplace]\n"
     "          (every intermediate value against a reference; marks the first node that diverges)\n"
+    "  rpc-server [--host 127.0.0.1] [--port 50052] [--backend cpu] [--threads N]\n"
+    "          (serves a device to `--backend rpc:HOST:PORT[,rpc:HOST:PORT...]` of other processes through ggml RPC;\n"
+    "          no authentication: a trusted network only)\n"
     "  ops     (list the supported ONNX operators)\n"
     "  --version (onnx2ggml's version and commit, ggml's and oneDNN's, the backends and their devices)\n"
     "dynamic dims are taken from the --input files (--input-shape: for --random-inputs and compile)\n"
@@ -837,8 +842,60 @@ int cmd_version() {
 
 }  // namespace
 
+// `onnx2ggml rpc-server`: one of this build's devices served to other processes by ggml's RPC server
+// (ggml_backend_rpc_start_server; clients: --backend rpc:HOST:PORT[,...]). Serves until killed.
+int cmd_rpc_server(int argc, char** argv) {
+    std::string host = "127.0.0.1", backend = "cpu";
+    long port = 50052, threads = 0;
+    for (int i = 2; i < argc; ++i) {
+        std::string s = argv[i];
+        if (i + 1 >= argc) bad_input("rpc-server: missing value after " + s);
+        std::string v = argv[++i];
+        auto number = [&](long lo, long hi) {
+            if (v.empty() || v.size() > 6 || v.find_first_not_of("0123456789") != std::string::npos ||
+                std::stol(v) < lo || std::stol(v) > hi)
+                bad_input("rpc-server: bad " + s + " '" + v + "'");
+            return std::stol(v);
+        };
+        if (s == "--host") host = v;
+        else if (s == "--port") port = number(1, 65535);
+        else if (s == "--backend") backend = v;
+        else if (s == "--threads") threads = number(0, 4096);
+        else bad_input("rpc-server: unknown option " + s + " (--host, --port, --backend, --threads)");
+    }
+    using start_t = void (*)(const char*, const char*, size_t, size_t, ggml_backend_dev_t*);
+    auto start = reinterpret_cast<start_t>(o2g_runtime::rpc_proc("ggml_backend_rpc_start_server"));
+    if (!start) bad_input("rpc-server: this build has no ggml RPC (configure with -DGGML_RPC=ON)");
+    ggml_backend_t be = init_backend(backend, int(threads));  // the device, by the name --backend takes
+    ggml_backend_dev_t dev = ggml_backend_get_device(be);
+    ggml_backend_free(be);
+    std::string ep = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+    bool loopback = host == "127.0.0.1" || host == "localhost" || host == "::1";
+    fprintf(stderr,
+            "WARNING: ggml RPC has no authentication and no encryption: whoever can connect to %s can read and write "
+            "this process's memory through it. Serve on a trusted network only%s.\n",
+            ep.c_str(), loopback ? "" : " (this is NOT the loopback address)");
+    printf("rpc-server: serving %s (%s) on %s\n", ggml_backend_dev_name(dev), ggml_backend_dev_description(dev),
+           ep.c_str());
+    fflush(stdout);
+    start(ep.c_str(), nullptr, size_t(threads > 0 ? threads : o2g_runtime::usable_cores()), 1, &dev);
+    bad_input("rpc-server: cannot serve on " + ep + " (address in use, or not an address of this machine)");
+    return kExitBadInput;
+}
+
+// ggml aborts the process on errors it does not return, among them a ggml RPC server that cannot be reached
+// or that dies mid-run: those exit 2 with ggml's message instead of a core dump; any other abort is an internal
+// error (4). Nothing is written before a run has finished, so nothing is left half written.
+void on_ggml_abort(const char* msg) {
+    bool rpc = std::strstr(msg, "RPC") || std::strstr(msg, "Failed to connect");
+    fprintf(stderr, "error: %s%s\n", msg, rpc ? " (a ggml RPC server of --backend stopped answering)" : "");
+    std::_Exit(rpc ? kExitBadInput : kExitInternal);
+}
+
 int main(int argc, char** argv) {
+    ggml_set_abort_callback(on_ggml_abort);
     try {
+        if (argc >= 2 && std::strcmp(argv[1], "rpc-server") == 0) return cmd_rpc_server(argc, argv);
         Args a = parse(argc, argv);
         if (a.cmd == "ops") return cmd_ops();
         if (a.cmd == "-h" || a.cmd == "--help" || a.cmd == "help") {

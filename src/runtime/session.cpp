@@ -28,6 +28,13 @@ ggml_backend_t init_backend(const std::string& name, int threads) {
     return be;
 }
 
+std::vector<ggml_backend_t> init_backends(const std::string& name, int threads) {
+    std::string err;
+    std::vector<ggml_backend_t> devs = o2g_runtime::init_backends(name, threads, &err);
+    if (devs.empty()) bad_input(err);
+    return devs;
+}
+
 Session::Session(Graph& g, const SessionOptions& opts) : g_(g) {
     try {
         init(opts);
@@ -96,13 +103,12 @@ static void advise_huge_pages(ggml_backend_buffer_t buf) {
 #endif
 }
 
-void WeightPool::alloc(ggml_backend_buffer_type_t buft, ggml_backend_buffer_type_t host_buft,
-                       const std::set<const ggml_tensor*>& host) {
+void WeightPool::alloc(const o2g_runtime::WeightPlacement& place) {
     if (pending_.empty()) return;
-    if (buft_ && buft != buft_) internal_error("shared weights on two buffer types");
-    buft_ = buft;
+    if (buft_ && place.bufts[0] != buft_) internal_error("shared weights on two buffer types");
+    buft_ = place.bufts[0];
     size_t n = pending_bufs_.size();
-    if (!o2g_runtime::alloc_weights(pending_ctx_, buft, host_buft, host, pending_bufs_))
+    if (!o2g_runtime::alloc_weights(pending_ctx_, place, pending_bufs_))
         fail(kExitInternal, "cannot allocate the shared weight buffer");
     for (size_t i = n; i < pending_bufs_.size(); ++i) advise_huge_pages(pending_bufs_[i]);
 }
@@ -125,7 +131,10 @@ void Session::init(const SessionOptions& opts) {
     for (size_t k = 0; k < g.outputs.size(); ++k)  // kept before release_host_constants drops initializers
         if (!bg_->b->outputs[k] && g.values[g.outputs[k]].constant) host_outs_[k] = *g.values[g.outputs[k]].constant;
     threads_ = opts.threads;
-    backend_ = init_backend(opts.backend, opts.threads);
+    // the device, or one per RPC server (--backend rpc:...), and ggml's CPU backend for the nodes they cannot run
+    std::vector<ggml_backend_t> devs = init_backends(opts.backend, opts.threads);
+    backend_ = devs[0];
+    more_.assign(devs.begin() + 1, devs.end());
     bool is_cpu = ggml_backend_dev_type(ggml_backend_get_device(backend_)) == GGML_BACKEND_DEVICE_TYPE_CPU;
     if (!is_cpu) cpu_ = init_backend("cpu", opts.threads);
     // weights: one buffer on the backend, uploaded once; the host copies are dropped
@@ -133,12 +142,11 @@ void Session::init(const SessionOptions& opts) {
     for (auto& w : bg_->b->weights) wbytes += ggml_nbytes(w.t);
     check_memory(wbytes, g.path + ": the weights");
     if (!bg_->b->weights.empty()) {
-        // weights some node reading them cannot run on the backend with stay in host memory (o2g_runtime.h)
-        ggml_backend_buffer_type_t buft = ggml_backend_get_default_buffer_type(backend_);
-        ggml_backend_buffer_type_t host_buft = cpu_ ? ggml_backend_get_default_buffer_type(cpu_) : nullptr;
-        std::set<const ggml_tensor*> host = o2g_runtime::host_weights(backend_, cpu_, bg_->gf);
-        if (opts.pool) opts.pool->alloc(buft, host_buft, host);
-        if (!o2g_runtime::alloc_weights(bg_->wctx, buft, host_buft, host, wbufs_))
+        // on the device(s); cut into runs of layers over several; in host memory where a reader of one cannot run
+        // on its device (o2g_runtime::place_weights)
+        o2g_runtime::WeightPlacement place = o2g_runtime::place_weights(devs, cpu_, bg_->gf);
+        if (opts.pool) opts.pool->alloc(place);
+        if (!o2g_runtime::alloc_weights(bg_->wctx, place, wbufs_))
             fail(kExitInternal, "cannot allocate the weight buffer on " + backend_name());
         for (auto b : wbufs_) advise_huge_pages(b);
         // one weight at a time: its stored form is made, uploaded and dropped; with
@@ -162,8 +170,9 @@ void Session::init(const SessionOptions& opts) {
     }
     if (opts.pool) opts.pool->publish();
     if (ggml_graph_n_nodes(bg_->gf) == 0) return;  // nothing to compute: every output is empty
-    ggml_backend_t backends[2] = {backend_, cpu_};
-    sched_ = ggml_backend_sched_new(backends, nullptr, cpu_ ? 2 : 1, bg_->graph_size, false, true);
+    std::vector<ggml_backend_t> backends = devs;
+    if (cpu_) backends.push_back(cpu_);
+    sched_ = ggml_backend_sched_new(backends.data(), nullptr, int(backends.size()), bg_->graph_size, false, true);
     // the largest single tensor is a lower bound of the compute memory: check it before reserving
     size_t largest = 0;
     for (int i = 0; i < ggml_graph_n_nodes(bg_->gf); ++i) {
@@ -187,8 +196,7 @@ void Session::init(const SessionOptions& opts) {
     for (auto& [t, s] : srcs) std::copy_n(s.begin(), GGML_MAX_SRC, t->src);
     if (!reserved) bad_input(g.path + ": cannot allocate the compute buffers (out of memory)");
     size_t cbytes = 0;
-    for (ggml_backend_t be : backends)
-        if (be) cbytes += ggml_backend_sched_get_buffer_size(sched_, be);
+    for (ggml_backend_t be : backends) cbytes += ggml_backend_sched_get_buffer_size(sched_, be);
     check_memory(wbytes + cbytes, g.path + ": the weights and compute buffers");
 #ifdef O2G_USE_ONEDNN
     o2g_onednn::set_compute_bytes(backend_, sched_);
@@ -349,6 +357,8 @@ void Session::release() {
     bg_.reset();
     if (cpu_) ggml_backend_free(cpu_);
     if (backend_) ggml_backend_free(backend_);
+    for (ggml_backend_t b : more_) ggml_backend_free(b);
+    more_.clear();
     sched_ = nullptr;
     wbufs_.clear();
     cpu_ = backend_ = nullptr;
@@ -364,7 +374,10 @@ size_t Session::weight_bytes() const {
 
 size_t Session::buffer_bytes() const {
     size_t n = weight_bytes();
-    for (ggml_backend_t be : {backend_, cpu_})
+    std::vector<ggml_backend_t> all = more_;
+    all.push_back(backend_);
+    if (cpu_) all.push_back(cpu_);
+    for (ggml_backend_t be : all)
         if (be && sched_) n += ggml_backend_sched_get_buffer_size(sched_, be);
     return n;
 }

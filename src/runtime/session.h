@@ -13,6 +13,10 @@
 #include "ir/graph.h"
 #include "runtime/build.h"
 
+namespace o2g_runtime {
+struct WeightPlacement;  // o2g_runtime.h
+}
+
 namespace onnx2ggml::core {
 
 class WeightPool;
@@ -44,9 +48,7 @@ public:
     ggml_tensor* get(const std::string& key, ggml_type type, const int64_t ne[4], bool* fresh) override;
     void begin(size_t max_tensors) override;
     uint64_t pending_bytes() const;
-    // the pending tensors' memory: in buft, those on_host picks in host_buft (when given)
-    void alloc(ggml_backend_buffer_type_t buft, ggml_backend_buffer_type_t host_buft,
-               const std::set<const ggml_tensor*>& host);
+    void alloc(const o2g_runtime::WeightPlacement& place);  // the pending tensors' memory, where `place` says
     void publish();                               // they hold their data: later graphs may use them
     uint64_t bytes() const { return bytes_; }     // published
     size_t size() const { return published_.size(); }
@@ -68,6 +70,8 @@ private:
 
 // Backend by name through ggml's registry; throws with the list of available devices.
 ggml_backend_t init_backend(const std::string& name, int threads);
+// The devices a --backend names: one, or one per server of an `rpc:HOST:PORT[,...]` list; throws (exit 2).
+std::vector<ggml_backend_t> init_backends(const std::string& name, int threads);
 std::vector<std::string> backend_names();
 
 // Time spent per ggml op type and backend over the profiled runs (Session::set_profile).
@@ -127,6 +131,7 @@ private:
     std::unique_ptr<BuiltGraph> bg_;
     std::map<size_t, Tensor> host_outs_;  // outputs returned as host values (strings, wide int64 constants)
     ggml_backend_t backend_ = nullptr, cpu_ = nullptr;
+    std::vector<ggml_backend_t> more_;  // the other RPC servers' devices (--backend rpc:A,rpc:B: A is backend_)
     int threads_ = 0;  // SessionOptions::threads: 0 = taken again before every compute (o2g_runtime.h)
     std::vector<ggml_backend_buffer_t> wbufs_;  // weights: on the backend, and in host memory (see init)
     ggml_backend_sched_t sched_ = nullptr;

@@ -138,8 +138,9 @@ int main(int argc, char** argv) {
 
     // backend selection and threads as `onnx2ggml run` (o2g_runtime.h)
     std::string err;
-    ggml_backend_t backend = o2g_runtime::init_backend(backend_name, threads, &err);
-    if (!backend) die(err);
+    std::vector<ggml_backend_t> devs = o2g_runtime::init_backends(backend_name, threads, &err);  // one per RPC server
+    if (devs.empty()) die(err);
+    ggml_backend_t backend = devs[0];
     ggml_backend_t cpu = nullptr;
     if (ggml_backend_dev_type(ggml_backend_get_device(backend)) != GGML_BACKEND_DEVICE_TYPE_CPU)
         cpu = o2g_runtime::init_backend("cpu", threads, &err);
@@ -168,13 +169,9 @@ int main(int argc, char** argv) {
     ggml_cgraph* gf = ggml_new_graph_custom(ctx, model::graph_size, false);
     for (int k = 0; k < model::n_outputs; ++k)
         if (out[k]) ggml_build_forward_expand(gf, out[k]);
-    // their memory: on the backend, but those a node reading them cannot run on there in host memory, and
-    // their data from the file (as `run` does: o2g_runtime.h)
+    // their memory where `run` puts them (o2g_runtime::place_weights), and their data from the file
     std::vector<ggml_backend_buffer_t> wbufs;
-    if (model::n_weights &&
-        !o2g_runtime::alloc_weights(wctx, ggml_backend_get_default_buffer_type(backend),
-                                    cpu ? ggml_backend_get_default_buffer_type(cpu) : nullptr,
-                                    o2g_runtime::host_weights(backend, cpu, gf), wbufs))
+    if (model::n_weights && !o2g_runtime::alloc_weights(wctx, o2g_runtime::place_weights(devs, cpu, gf), wbufs))
         die("cannot allocate the weight buffers");
     if (model::n_weights) {
         FILE* f = fopen(weights.c_str(), "rb");
@@ -190,8 +187,10 @@ int main(int argc, char** argv) {
         fclose(f);
     }
 
-    ggml_backend_t backends[2] = {backend, cpu};
-    ggml_backend_sched_t sched = ggml_backend_sched_new(backends, nullptr, cpu ? 2 : 1, model::graph_size, false, true);
+    std::vector<ggml_backend_t> backends = devs;
+    if (cpu) backends.push_back(cpu);
+    ggml_backend_sched_t sched =
+        ggml_backend_sched_new(backends.data(), nullptr, int(backends.size()), model::graph_size, false, true);
     if (!ggml_backend_sched_alloc_graph(sched, gf)) die("cannot allocate the compute graph");
 #ifdef O2G_USE_ONEDNN
     o2g_onednn::set_compute_bytes(backend, sched);
@@ -285,6 +284,6 @@ int main(int argc, char** argv) {
     gguf_free(gg);
     ggml_free(wctx);
     if (cpu) ggml_backend_free(cpu);
-    ggml_backend_free(backend);
+    for (ggml_backend_t d : devs) ggml_backend_free(d);
     return 0;
 }

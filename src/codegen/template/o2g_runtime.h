@@ -16,8 +16,12 @@
 #pragma once
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
 #include <sched.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,7 +29,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cerrno>
 #include <cstring>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -166,6 +172,86 @@ inline std::vector<std::string> backend_names() {
     return r;
 }
 
+// ---- ggml RPC (`onnx2ggml rpc-server`; --backend rpc:HOST:PORT[,rpc:HOST:PORT...]) -----------------------
+// Through the registry's "RPC" entry (built with -DGGML_RPC=ON), so nothing here needs ggml-rpc.h.
+inline void* rpc_proc(const char* name) {
+    register_backends();
+    ggml_backend_reg_t reg = ggml_backend_reg_by_name("RPC");
+    return reg ? ggml_backend_reg_get_proc_address(reg, name) : nullptr;
+}
+
+// HOST:PORT split at its last ':' ([v6] brackets dropped); false when malformed
+inline bool split_endpoint(const std::string& ep, std::string& host, std::string& port) {
+    size_t c = ep.rfind(':');
+    if (c == std::string::npos || c == 0 || c + 1 >= ep.size()) return false;
+    host = ep.substr(0, c);
+    port = ep.substr(c + 1);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5 || std::stoi(port) > 65535)
+        return false;
+    return true;
+}
+
+// Whether a TCP connection to HOST:PORT opens within `ms` (ggml-rpc aborts the process when its own connect
+// fails: asked first, so an unreachable server is a clear error instead); the reason in `why` when not.
+inline bool tcp_reachable(const std::string& ep, int ms, std::string* why) {
+    std::string host, port;
+    if (!split_endpoint(ep, host, port)) return *why = "expected HOST:PORT", false;
+    addrinfo hints{}, *res = nullptr;
+    hints.ai_socktype = SOCK_STREAM;
+    if (int e = getaddrinfo(host.c_str(), port.c_str(), &hints, &res); e != 0) return *why = gai_strerror(e), false;
+    bool ok = false;
+    *why = "connection refused or timed out";
+    for (addrinfo* a = res; a && !ok; a = a->ai_next) {
+        int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0) continue;
+        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) ok = true;
+        else if (errno == EINPROGRESS) {
+            pollfd p = {fd, POLLOUT, 0};
+            int err = 0;
+            socklen_t len = sizeof err;
+            ok = poll(&p, 1, ms) == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+            if (err) *why = std::strerror(err);
+        }
+        close(fd);
+    }
+    freeaddrinfo(res);
+    return ok;
+}
+
+// The devices of `rpc:EP[,rpc:EP...]`: the first device of each server, in order; empty and `err` when the
+// name is malformed, ggml was built without RPC, or a server cannot be reached.
+inline std::vector<ggml_backend_t> init_rpc_backends(const std::string& name, std::string* err) {
+    using add_server_t = ggml_backend_reg_t (*)(const char*);
+    auto add_server = reinterpret_cast<add_server_t>(rpc_proc("ggml_backend_rpc_add_server"));
+    std::vector<ggml_backend_t> r;
+    auto failed = [&](const std::string& why) {
+        for (ggml_backend_t b : r) ggml_backend_free(b);
+        r.clear();
+        if (err) *err = why;
+        return r;
+    };
+    if (!add_server) return failed("backend '" + name + "': this build has no ggml RPC (configure with -DGGML_RPC=ON)");
+    std::string rest = name;
+    while (!rest.empty()) {
+        size_t comma = rest.find(',');
+        std::string item = rest.substr(0, comma);
+        rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+        if (item.compare(0, 4, "rpc:") != 0)
+            return failed("backend '" + name + "': expected rpc:HOST:PORT[,rpc:HOST:PORT...]");
+        std::string ep = item.substr(4), why, host, port;
+        if (!split_endpoint(ep, host, port)) return failed("backend '" + name + "': '" + ep + "' is not HOST:PORT");
+        if (!tcp_reachable(ep, 5000, &why)) return failed("RPC server " + ep + " is not reachable: " + why);
+        ggml_backend_reg_t reg = add_server(ep.c_str());
+        ggml_backend_dev_t dev = reg && ggml_backend_reg_dev_count(reg) > 0 ? ggml_backend_reg_dev_get(reg, 0) : nullptr;
+        ggml_backend_t be = dev ? ggml_backend_dev_init(dev, nullptr) : nullptr;
+        if (!be) return failed("RPC server " + ep + " offers no device");
+        r.push_back(be);
+    }
+    if (r.empty()) return failed("backend '" + name + "': no server");
+    return r;
+}
+
 // `auto`: a GPU (or integrated GPU) if ggml has one, else the fastest CPU path: the oneDNN backend
 // when built in (ggml's CPU backend takes the nodes it does not), else ggml's CPU backend.
 // A name selects the first device whose name starts with it (case-insensitive). nullptr and `err`
@@ -196,46 +282,104 @@ inline ggml_backend_t init_backend(const std::string& name, int threads, std::st
     return be;
 }
 
-// Weights to keep in host memory. ggml_backend_sched runs a node that reads a weight on the backend of the
-// weight's buffer, and aborts when that backend cannot run the node (ggml-vulkan: a tensor larger than the
-// device's largest storage buffer, e.g. CLIP's 152 MB token embedding on llvmpipe's 128 MB). So a weight that a
-// node `be` cannot run reads (or that such a node reads through a view) goes to host memory, where the CPU
-// backend runs its readers. None when `be` computes in host memory itself (CPU, oneDNN) or there is no `cpu`.
-inline std::set<const ggml_tensor*> host_weights(ggml_backend_t be, ggml_backend_t cpu, ggml_cgraph* gf) {
-    std::set<const ggml_tensor*> host;
-    if (!cpu || ggml_backend_buft_is_host(ggml_backend_get_default_buffer_type(be))) return host;
+// Where each weight goes: bufts[i] for the tensors `of` says i (0: the first device's, when none is said).
+// ggml_backend_sched runs a node that reads a weight on the backend of the weight's buffer, so placing the
+// weights places the graph.
+struct WeightPlacement {
+    std::vector<ggml_backend_buffer_type_t> bufts;
+    std::map<const ggml_tensor*, int> where;
+    int of(const ggml_tensor* t) const {
+        auto it = where.find(t);
+        return it == where.end() ? 0 : it->second;
+    }
+};
+
+// The weights' places for devices `devs` (one, or one per RPC server) and the CPU backend `cpu` (may be null):
+// - over several devices, the weights in the order the graph first reads them, cut into runs of about equal
+//   bytes, one run per device (a pipeline: each device computes the layers whose weights it holds), never
+//   between a node and the nodes written in place on its output;
+// - a weight that a node its device cannot run reads (or reads through a view) goes to host memory, where the
+//   CPU backend runs that node: the scheduler aborts on a weight whose backend cannot run its reader (ggml-vulkan:
+//   a tensor larger than the device's largest storage buffer, e.g. CLIP's 152 MB token embedding on llvmpipe's
+//   128 MB). Not needed when the devices compute in host memory (CPU, oneDNN).
+// Weights are the graph's sources without an op that are not graph inputs.
+inline WeightPlacement place_weights(const std::vector<ggml_backend_t>& devs, ggml_backend_t cpu, ggml_cgraph* gf) {
+    WeightPlacement p;
+    for (ggml_backend_t d : devs) p.bufts.push_back(ggml_backend_get_default_buffer_type(d));
+    auto weight = [](const ggml_tensor* t) {
+        return t && t->op == GGML_OP_NONE && !t->view_src && !(t->flags & GGML_TENSOR_FLAG_INPUT);
+    };
+    auto base = [](const ggml_tensor* s) { return s && s->view_src ? s->view_src : s; };
+    if (devs.size() > 1) {
+        // A run ends only before a node that writes a tensor of its own: a node in place on another's output
+        // (a bias, affine or activation written onto a convolution's or a norm's output) runs where that output
+        // lives, so its weights must be there too (the scheduler runs a node where its weights are).
+        std::set<const ggml_tensor*> seen;
+        size_t total = 0, before = 0;
+        for (int i = 0; i < ggml_graph_n_nodes(gf); ++i)
+            for (const ggml_tensor* s : ggml_graph_node(gf, i)->src)
+                if (weight(base(s)) && seen.insert(base(s)).second) total += ggml_nbytes(base(s));
+        seen.clear();
+        size_t dev = 0;
+        for (int i = 0; i < ggml_graph_n_nodes(gf); ++i) {
+            ggml_tensor* n = ggml_graph_node(gf, i);
+            bool fresh = false;
+            for (const ggml_tensor* s : n->src) fresh |= weight(base(s)) && !seen.count(base(s));
+            if (!fresh) continue;
+            if (!n->view_src && dev + 1 < devs.size() && before * devs.size() >= (dev + 1) * total) ++dev;
+            for (const ggml_tensor* s : n->src)
+                if (weight(base(s)) && seen.insert(base(s)).second) {
+                    p.where[base(s)] = int(dev);
+                    before += ggml_nbytes(base(s));
+                }
+        }
+    }
+    bool host_mem = true;
+    for (auto b : p.bufts) host_mem &= ggml_backend_buft_is_host(b);
+    if (!cpu || host_mem) return p;
+    const int host = int(p.bufts.size());
+    p.bufts.push_back(ggml_backend_get_default_buffer_type(cpu));
     for (int i = 0; i < ggml_graph_n_nodes(gf); ++i) {
         ggml_tensor* n = ggml_graph_node(gf, i);
-        if (ggml_backend_supports_op(be, n)) continue;
-        for (ggml_tensor* s : n->src)
-            if (s) host.insert(s->view_src ? s->view_src : s);
+        for (ggml_tensor* s : n->src) {
+            const ggml_tensor* b = base(s);
+            if (weight(b) && p.of(b) < host && !ggml_backend_supports_op(devs[size_t(p.of(b))], n)) p.where[b] = host;
+        }
     }
-    return host;
+    return p;
 }
 
-// Allocates the tensors of `ctx` that have no memory yet: those in `host` in one buffer of host_buft, the others
-// in one of buft. Appends the buffers made (none, one or two; usage: weights) to `bufs`; false when an
-// allocation fails.
-inline bool alloc_weights(ggml_context* ctx, ggml_backend_buffer_type_t buft, ggml_backend_buffer_type_t host_buft,
-                          const std::set<const ggml_tensor*>& host, std::vector<ggml_backend_buffer_t>& bufs) {
+// Allocates the tensors of `ctx` that have no memory yet where `p` places them: one buffer per buffer type used
+// (the first device's through ggml_backend_alloc_ctx_tensors_from_buft, which splits at the device's largest
+// allocation). Appends the buffers made (usage: weights) to `bufs`; false when an allocation fails.
+inline bool alloc_weights(ggml_context* ctx, const WeightPlacement& p, std::vector<ggml_backend_buffer_t>& bufs) {
     auto unallocated = [](const ggml_tensor* t) { return !t->data && !t->view_src; };
     auto add = [&bufs](ggml_backend_buffer_t b) {
         if (b) ggml_backend_buffer_set_usage(b, GGML_BACKEND_BUFFER_USAGE_WEIGHTS), bufs.push_back(b);
         return b != nullptr;
     };
-    size_t size = 0, align = host_buft ? ggml_backend_buft_get_alignment(host_buft) : 1;
-    for (ggml_tensor* t = ggml_get_first_tensor(ctx); t && host_buft; t = ggml_get_next_tensor(ctx, t))
-        if (unallocated(t) && host.count(t)) size += GGML_PAD(ggml_backend_buft_get_alloc_size(host_buft, t), align);
-    if (size > 0) {
-        ggml_backend_buffer_t b = ggml_backend_buft_alloc_buffer(host_buft, size);
+    for (int i = 1; i < int(p.bufts.size()); ++i) {
+        size_t size = 0, align = ggml_backend_buft_get_alignment(p.bufts[size_t(i)]);
+        for (ggml_tensor* t = ggml_get_first_tensor(ctx); t; t = ggml_get_next_tensor(ctx, t))
+            if (unallocated(t) && p.of(t) == i) size += GGML_PAD(ggml_backend_buft_get_alloc_size(p.bufts[size_t(i)], t), align);
+        if (size == 0) continue;
+        ggml_backend_buffer_t b = ggml_backend_buft_alloc_buffer(p.bufts[size_t(i)], size);
         if (!add(b)) return false;
         ggml_tallocr ta = ggml_tallocr_new(b);
         for (ggml_tensor* t = ggml_get_first_tensor(ctx); t; t = ggml_get_next_tensor(ctx, t))
-            if (unallocated(t) && host.count(t) && ggml_tallocr_alloc(&ta, t) != GGML_STATUS_SUCCESS) return false;
+            if (unallocated(t) && p.of(t) == i && ggml_tallocr_alloc(&ta, t) != GGML_STATUS_SUCCESS) return false;
     }
     for (ggml_tensor* t = ggml_get_first_tensor(ctx); t; t = ggml_get_next_tensor(ctx, t))
-        if (unallocated(t)) return add(ggml_backend_alloc_ctx_tensors_from_buft(ctx, buft));
+        if (unallocated(t)) return add(ggml_backend_alloc_ctx_tensors_from_buft(ctx, p.bufts[0]));
     return true;
+}
+
+// The devices a --backend names: one (init_backend), or one per RPC server for `rpc:...` lists; empty and
+// `err` when none.
+inline std::vector<ggml_backend_t> init_backends(const std::string& name, int threads, std::string* err) {
+    if (name.compare(0, 4, "rpc:") == 0) return init_rpc_backends(name, err);
+    ggml_backend_t be = init_backend(name, threads, err);
+    return be ? std::vector<ggml_backend_t>{be} : std::vector<ggml_backend_t>{};
 }
 
 // before every compute when the thread count is not fixed: ggml's CPU backend (`be` or `cpu`) to
