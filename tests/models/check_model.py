@@ -30,6 +30,18 @@ def sh(cmd, **kw):
     return r
 
 
+def input_args(model_dir):
+    """`--input NAME=FILE` arguments for MODELDIR's inputs (see the module's doc)."""
+    meta = os.path.join(model_dir, "meta.json")
+    if os.path.exists(meta):
+        with open(meta) as f:
+            names = json.load(f)["inputs"]
+        inputs = [f"{n}={os.path.join(model_dir, 'in_' + n + '.npy')}" for n in names]
+    else:
+        inputs = [f"input={os.path.join(model_dir, 'input.npy')}"]
+    return [x for i in inputs for x in ("--input", i)]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("bin")
@@ -47,14 +59,7 @@ def main():
     qtol = {"f32": TOL, "f16": 1e-2, "q8_0": 5e-2, "q6_K": 5e-2}
     tol = a.tol if a.tol is not None else qtol.get(a.weights, 2e-1)
     model = os.path.join(a.model_dir, "model.onnx")
-    meta = os.path.join(a.model_dir, "meta.json")
-    if os.path.exists(meta):
-        with open(meta) as f:
-            names = json.load(f)["inputs"]
-        inputs = [f"{n}={os.path.join(a.model_dir, 'in_' + n + '.npy')}" for n in names]
-    else:
-        inputs = [f"input={os.path.join(a.model_dir, 'input.npy')}"]
-    in_args = [x for i in inputs for x in ("--input", i)]
+    in_args = input_args(a.model_dir)
     ref = np.load(os.path.join(a.model_dir, "expected.npy"))
     assert np.abs(ref).max() > 1e-3, "degenerate reference"
     shutil.rmtree(a.work, ignore_errors=True)

@@ -19,6 +19,9 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
+from check_model import input_args  # noqa: E402
+
 TOL = 1e-4
 
 
@@ -51,20 +54,8 @@ def run(cmd, timeout=600):
     return r.returncode, r.stdout + r.stderr
 
 
-def inputs_of(model_dir):
-    meta = os.path.join(model_dir, "meta.json")
-    if os.path.exists(meta):
-        import json
-        with open(meta) as f:
-            names = json.load(f)["inputs"]
-        ins = [f"{n}={os.path.join(model_dir, 'in_' + n + '.npy')}" for n in names]
-    else:
-        ins = [f"input={os.path.join(model_dir, 'input.npy')}"]
-    return [x for i in ins for x in ("--input", i)]
-
-
 def check_model(bin_, model_dir, backend, out, profile):
-    cmd = [bin_, "run", os.path.join(model_dir, "model.onnx"), *inputs_of(model_dir), "--backend", backend,
+    cmd = [bin_, "run", os.path.join(model_dir, "model.onnx"), *input_args(model_dir), "--backend", backend,
            "--output-dir", out] + (["--profile"] if profile else [])
     rc, log = run(cmd)
     assert rc == 0, f"run failed ({rc}):\n{log[-3000:]}"
@@ -107,14 +98,14 @@ def main():
             r = subprocess.run(c, capture_output=True, text=True, env=env)
             assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
         comp = os.path.join(work, "compiled")
-        rc, log = run([os.path.join(gen, "build", "model"), *inputs_of(tiny), "--backend", backend, "--output-dir", comp])
+        rc, log = run([os.path.join(gen, "build", "model"), *input_args(tiny), "--backend", backend, "--output-dir", comp])
         assert rc == 0, log
         same = np.array_equal(np.load(os.path.join(comp, "output_0.npy")).view(np.uint32), got.view(np.uint32))
         print(f"compiled tinycnn on the two servers vs run: {'bit-identical' if same else 'DIFFERENT'}")
         assert same
 
         # errors: exit 2, quickly, with the reason
-        r50 = [bin_, "run", os.path.join(model_dir, "resnet50", "model.onnx"), *inputs_of(os.path.join(model_dir, "resnet50"))]
+        r50 = [bin_, "run", os.path.join(model_dir, "resnet50", "model.onnx"), *input_args(os.path.join(model_dir, "resnet50"))]
         for bad, want in ((f"rpc:127.0.0.1:{free_port()}", "not reachable"), ("rpc:127.0.0.1", "HOST:PORT"),
                           (backend + ",cpu", "expected rpc:HOST:PORT")):
             t0 = time.time()
