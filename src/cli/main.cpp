@@ -883,17 +883,8 @@ int cmd_rpc_server(int argc, char** argv) {
     return kExitBadInput;
 }
 
-// ggml aborts the process on errors it does not return, among them a ggml RPC server that cannot be reached
-// or that dies mid-run: those exit 2 with ggml's message instead of a core dump; any other abort is an internal
-// error (4). Nothing is written before a run has finished, so nothing is left half written.
-void on_ggml_abort(const char* msg) {
-    bool rpc = std::strstr(msg, "RPC") || std::strstr(msg, "Failed to connect");
-    fprintf(stderr, "error: %s%s\n", msg, rpc ? " (a ggml RPC server of --backend stopped answering)" : "");
-    std::_Exit(rpc ? kExitBadInput : kExitInternal);
-}
-
 int main(int argc, char** argv) {
-    ggml_set_abort_callback(on_ggml_abort);
+    ggml_set_abort_callback(o2g_runtime::exit_on_ggml_abort);  // an RPC server gone: exit 2, not a core dump
     try {
         if (argc >= 2 && std::strcmp(argv[1], "rpc-server") == 0) return cmd_rpc_server(argc, argv);
         Args a = parse(argc, argv);

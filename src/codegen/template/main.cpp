@@ -87,6 +87,7 @@ static void print_summary(const char* name, const npy::Array& a) {
 }
 
 int main(int argc, char** argv) {
+    ggml_set_abort_callback(o2g_runtime::exit_on_ggml_abort);  // an RPC server gone: exit 2, not a core dump
     std::map<std::string, std::string> input_files;
     std::string out_dir, backend_name = "auto", weights = MODEL_GGUF_DEFAULT;
     int threads = 0;

@@ -203,8 +203,9 @@ inline bool tcp_reachable(const std::string& ep, int ms, std::string* why) {
     bool ok = false;
     *why = "connection refused or timed out";
     for (addrinfo* a = res; a && !ok; a = a->ai_next) {
-        int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+        int fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
         if (fd < 0) continue;
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) | O_NONBLOCK);
         if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) ok = true;
         else if (errno == EINPROGRESS) {
             pollfd p = {fd, POLLOUT, 0};
@@ -217,6 +218,17 @@ inline bool tcp_reachable(const std::string& ep, int ms, std::string* why) {
     }
     freeaddrinfo(res);
     return ok;
+}
+
+// For ggml_set_abort_callback in programs (the CLI, generated programs; not the library: an application
+// decides for itself): ggml aborts the process on errors it does not return, among them a ggml RPC server that
+// cannot be reached or dies mid-run. Those exit 2 (bad input or environment) with ggml's message instead of a
+// core dump, any other abort 4 (internal error). Outputs are written only after a finished run, so nothing is
+// left half written.
+inline void exit_on_ggml_abort(const char* msg) {
+    bool rpc = std::strstr(msg, "RPC") || std::strstr(msg, "Failed to connect");
+    std::fprintf(stderr, "error: %s%s\n", msg, rpc ? " (a ggml RPC server of --backend stopped answering)" : "");
+    std::_Exit(rpc ? 2 : 4);
 }
 
 // The devices of `rpc:EP[,rpc:EP...]`: the first device of each server, in order; empty and `err` when the
