@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
-#include <set>
 
 #include "ggml-alloc.h"
 #include "lower/host_kernel.h"
@@ -137,7 +136,7 @@ void Session::init(const SessionOptions& opts) {
     more_.assign(devs.begin() + 1, devs.end());
     bool is_cpu = ggml_backend_dev_type(ggml_backend_get_device(backend_)) == GGML_BACKEND_DEVICE_TYPE_CPU;
     if (!is_cpu) cpu_ = init_backend("cpu", opts.threads);
-    // weights: one buffer on the backend, uploaded once; the host copies are dropped
+    // weights: uploaded once, where o2g_runtime::place_weights puts them; the host copies are dropped
     size_t wbytes = opts.held_bytes + (opts.pool ? opts.pool->bytes() : 0);
     for (auto& w : bg_->b->weights) wbytes += ggml_nbytes(w.t);
     check_memory(wbytes, g.path + ": the weights");
