@@ -3,6 +3,7 @@
 // (folding, or host kernels at run time, lower/host_kernel.h).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "o2g_kernels.h"
@@ -26,23 +27,24 @@ ggml_tensor* dense(Lc& c, ggml_tensor* t) {
     return row_major ? t : G(c.b, ggml_reshape_4d, t, t->ne[0], t->ne[1], t->ne[2], t->ne[3]);
 }
 
+// The right-hand side b ([.., K, N] of ONNX shape sb, or [.., N, K] when trans_b) of a product computed
+// on the backend, as ggml_mul_mat's first operand: B^T as [.., N, K] (ggml ne [K, N, ..]), a view where
+// possible (ggml_mul_mat reads its first operand through its strides: only the K dim must be dense).
+ggml_tensor* rhs_operand(Lc& c, ggml_tensor* b, const Shape& sb, bool trans_b) {
+    ggml_tensor* x = c.reshape(b, sb);
+    if (!trans_b) {
+        std::vector<int64_t> p;
+        for (size_t i = 0; i < sb.size(); ++i) p.push_back(int64_t(i));
+        std::swap(p[sb.size() - 1], p[sb.size() - 2]);
+        x = c.permute(x, p);
+    }
+    return x->nb[0] != ggml_type_size(x->type) ? dense(c, x) : x;
+}
+
 // C = A @ B for ggml tensors given ONNX shapes of rank >= 2 (ONNX MatMul semantics, batch broadcast).
 ggml_tensor* matmul(Lc& c, int ia, int ib, Shape sa, Shape sb, bool trans_a, bool trans_b) {
     // x = B^T as [.., N, K] (ggml ne [K, N]); y = A as [.., M, K]
-    ggml_tensor* x;
-    if (c.is_const(ib)) {
-        x = c.matrix_weight(ib, sb, !trans_b);
-    } else {
-        x = c.reshape(c.x(ib), sb);
-        if (!trans_b) {
-            std::vector<int64_t> p;
-            for (size_t i = 0; i < sb.size(); ++i) p.push_back(int64_t(i));
-            std::swap(p[sb.size() - 1], p[sb.size() - 2]);
-            x = c.permute(x, p);
-        }
-        // ggml_mul_mat reads its first operand through its strides: only the K dim must be dense
-        if (x->nb[0] != ggml_type_size(x->type)) x = dense(c, x);
-    }
+    ggml_tensor* x = c.is_const(ib) ? c.matrix_weight(ib, sb, !trans_b) : rhs_operand(c, c.x(ib), sb, trans_b);
     if (trans_b) std::swap(sb[sb.size() - 1], sb[sb.size() - 2]);  // sb now [.., K, N]
     ggml_tensor* y;
     if (c.is_const(ia) && trans_a) {
@@ -75,7 +77,83 @@ ggml_tensor* matmul(Lc& c, int ia, int ib, Shape sa, Shape sb, bool trans_a, boo
     return G(c.b, ggml_mul_mat, x, y);
 }
 
+// o2g.Attention(q, kt, v, mask?; scale, shape, rows, out_shape) of src/passes/fuse_softmax.cpp
+// (chunk_attention): softmax(q @ kt * scale + mask) @ v over blocks of `rows` query rows. Each block is
+// what the unfused nodes compute for those rows (their own lowerings: q's rows made dense, kt and v read
+// as there, the mask as SoftmaxExt adds it in `shape`), then copied into its rows of the output; the
+// scores of one block are freed before the next block's are made.
+void lower_attention(Lc& c) {
+    Shape sq = c.shape(0), skt = c.shape(1), sv = c.shape(2), sm = c.ais("shape");
+    size_t rq = sq.size(), rm = sm.size();
+    int64_t M = sq[rq - 2], N = skt.back(), rows = c.ai("rows", M);
+    if (rows < 1 || rm < 2 || sm[rm - 2] != M || sm[rm - 1] != N) internal_error(c.where() + ": bad attention shape");
+    ggml_tensor* kx = rhs_operand(c, c.x(1), skt, false);  // [.., N, K]
+    ggml_tensor* vx = rhs_operand(c, c.x(2), sv, false);   // [.., D, N]
+    ggml_tensor* q = c.reshape(c.x(0), sq);
+    Tensor mask;
+    int64_t mask_outer = 0;
+    if (c.has(3)) {  // broadcast over the last two dims, as SoftmaxExt does; sliced by rows per block
+        Shape t = align_rank(c.shape(3), rm);
+        t[rm - 2] = M;
+        t[rm - 1] = N;
+        mask = broadcast_host(c.cval(3), t).cast(DType::F32);
+        mask_outer = shape_numel(t) / (M * N);
+    }
+    float scale = c.af("scale", 1.0f);
+    std::vector<ggml_tensor*> parts;
+    for (int64_t m0 = 0; m0 < M; m0 += rows) {
+        int64_t mc = std::min(rows, M - m0);
+        ggml_tensor* qc = dense(c, c.slice(q, 1, m0, mc));
+        ggml_tensor* s = G(c.b, ggml_mul_mat, kx, qc);  // [.., mc, N]
+        Shape ms = sm;
+        ms[rm - 2] = mc;
+        s = c.reshape(s, ms);
+        ggml_tensor* mk = nullptr;
+        if (mask_outer > 0) {
+            Shape bs = align_rank(c.shape(3), rm);
+            bs[rm - 2] = mc;
+            bs[rm - 1] = N;
+            Tensor blk = Tensor::zeros(DType::F32, bs);
+            for (int64_t o = 0; o < mask_outer; ++o)
+                std::copy_n(mask.ptr<float>() + (o * M + m0) * N, mc * N, blk.ptr<float>() + o * mc * N);
+            mk = c.constant(blk);
+        }
+        ggml_tensor* pb = G(c.b, ggml_soft_max_ext, s, mk, scale, 0.0f);
+        Shape ps(sv.begin(), sv.end() - 2);
+        ps.push_back(mc);
+        ps.push_back(N);
+        parts.push_back(G(c.b, ggml_mul_mat, vx, c.reshape(pb, ps)));  // [.., mc, D]
+    }
+    // each block copied once into its rows of the output, as Concat does (ggml_set_inplace; its offsets are
+    // int32 op params: else ggml_concat, joined in pairs)
+    Shape os = c.ais("out_shape");
+    auto ne = to_ne(os);
+    if (size_t(shape_numel(os)) * sizeof(float) <= size_t(std::numeric_limits<int32_t>::max())) {
+        ggml_tensor* acc = G(c.b, ggml_new_tensor_4d, GGML_TYPE_F32, ne[0], ne[1], ne[2], ne[3]);
+        size_t offset = 0;
+        for (ggml_tensor* t : parts) {
+            acc = G(c.b, ggml_set_inplace, acc, t, acc->nb[1], acc->nb[2], acc->nb[3], offset);
+            offset += size_t(t->ne[1]) * acc->nb[1];
+        }
+        return c.set(0, c.reshape(acc, os));
+    }
+    while (parts.size() > 1) {
+        std::vector<ggml_tensor*> next;
+        for (size_t i = 0; i + 1 < parts.size(); i += 2) next.push_back(G(c.b, ggml_concat, parts[i], parts[i + 1], 1));
+        if (parts.size() % 2) next.push_back(parts.back());
+        parts = std::move(next);
+    }
+    c.set(0, c.reshape(parts[0], os));
+}
+
 void register_matmul_gemm(Registry& r) {
+    {
+        OpDef d;
+        d.op_type = "o2g.Attention";
+        d.infer = [](OpCtx& c) { c.set_out(0, DType::F32, c.ais("out_shape")); };
+        d.lower = lower_attention;
+        r.add(d);
+    }
     {
         OpDef d;
         d.op_type = "MatMul";

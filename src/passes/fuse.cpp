@@ -98,7 +98,8 @@ std::vector<std::string> optimize(Graph& g, const CompileOptions& opts) {
                            {"fuse_silu", fuse_silu},
                            {"fuse_groupnorm", fuse_groupnorm},
                            {"fuse_layernorm", fuse_layernorm},
-                           {"fuse_softmax_ext", fuse_softmax_ext}};
+                           {"fuse_softmax_ext", fuse_softmax_ext},
+                           {"chunk_attention", chunk_attention}};
     for (const std::string& d : opts.disabled_passes)  // a misspelt name must not silently keep the pass
         if (std::none_of(std::begin(passes), std::end(passes), [&](const Pass& p) { return d == p.name; })) {
             std::string names;

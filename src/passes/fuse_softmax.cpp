@@ -93,4 +93,66 @@ bool fuse_softmax_ext(Graph& g) {
     return changed;
 }
 
+
+// chunk_attention: attention whose score matrix is large (SD's UNet at 512x512: 4096 tokens, 8 heads,
+// both halves of classifier-free guidance: 1 GiB of scores per attention)
+//     MatMul(q, kt) -> o2g.SoftmaxExt -> MatMul(., v)
+// with equal batch dims in each product (no broadcasting) and scores of more than kAttentionScoreBytes
+//   -> o2g.Attention(q, kt, v, mask; scale, shape, rows, out_shape): the same two products and softmax,
+// computed over blocks of `rows` query rows (rows are independent in all three), so that one block's
+// scores are live at a time (ops/matmul.cpp). Smaller attentions are left as they are.
+namespace {
+constexpr int64_t kAttentionScoreBytes = int64_t(64) << 20;
+
+Shape batch_of(const Shape& s) { return Shape(s.begin(), s.end() - 2); }
+}  // namespace
+
+bool chunk_attention(Graph& g) {
+    bool changed = false;
+    Uses uses(g, live_nodes(g));  // the fusions before leave their matched nodes behind, unread
+    for (auto& mm2 : g.nodes) {
+        if (mm2.folded || !mm2.domain.empty() || mm2.op_type != "MatMul" || mm2.inputs.size() != 2) continue;
+        int p = mm2.inputs[0], v = mm2.inputs[1];
+        Node* sm = producer(g, p);
+        if (!sm || sm->op_type != "o2g.SoftmaxExt" || !uses.single(p)) continue;
+        int s = sm->inputs[0];
+        Node* mm1 = producer_op(g, s, "MatMul");
+        if (!mm1 || !uses.single(s) || mm1->inputs.size() != 2) continue;
+        int q = mm1->inputs[0], kt = mm1->inputs[1];
+        const Shape &sq = g.values[q].shape, &skt = g.values[kt].shape, &ss = g.values[s].shape;
+        const Shape &sp = g.values[p].shape, &sv = g.values[v].shape;
+        auto ok_rank = [](const Shape& x) { return x.size() >= 3 && x.size() <= 4; };
+        if (!ok_rank(sq) || !ok_rank(skt) || !ok_rank(ss) || !ok_rank(sp) || !ok_rank(sv)) continue;
+        if (is_const(g, q) || is_const(g, kt) || is_const(g, v)) continue;
+        bool f32 = true;
+        for (int x : {q, kt, v, s, p}) f32 = f32 && g.values[x].dtype == DType::F32;
+        if (!f32) continue;
+        int64_t M = ss[ss.size() - 2], N = ss.back();
+        Shape sm_shape = sm->attrs.at("shape").ints;
+        // the softmax's reshapes (around its mask) may regroup the batch dims only
+        if (batch_of(sq) != batch_of(skt) || batch_of(ss) != batch_of(sq) || batch_of(sp) != batch_of(sv) ||
+            shape_numel(batch_of(ss)) != shape_numel(batch_of(sp)) || sm_shape.size() < 2 ||
+            sm_shape[sm_shape.size() - 2] != M || sm_shape.back() != N || sp[sp.size() - 2] != M ||
+            sp.back() != N || sv[sv.size() - 2] != N)
+            continue;
+        int64_t bytes = shape_numel(ss) * 4;
+        if (bytes <= kAttentionScoreBytes) continue;
+        int64_t blocks = (bytes + kAttentionScoreBytes - 1) / kAttentionScoreBytes;
+        int64_t rows = (M + blocks - 1) / blocks;
+        if (rows >= M) continue;
+        std::vector<int> inputs = {q, kt, v};
+        if (sm->inputs.size() > 1 && sm->inputs[1] >= 0) inputs.push_back(sm->inputs[1]);
+        float scale = sm->attrs.at("scale").f;
+        Shape out_shape = g.values[mm2.outputs[0]].shape;
+        make_internal(mm2, "o2g.Attention", inputs);
+        mm2.attrs["scale"] = float_attr(scale);
+        mm2.attrs["shape"] = ints_attr(sm_shape);
+        mm2.attrs["rows"] = int_attr(rows);
+        mm2.attrs["out_shape"] = ints_attr(out_shape);
+        changed = true;
+        uses = Uses(g, live_nodes(g));
+    }
+    return changed;
+}
+
 }  // namespace onnx2ggml::core

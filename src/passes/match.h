@@ -16,6 +16,14 @@ struct Uses {
                     if (i >= 0) count[i]++;
         for (int o : g.outputs) count[o] += 1000;
     }
+    // counting only the nodes marked in `live` (pipeline.h's live_nodes: those the outputs need)
+    Uses(const Graph& g, const std::vector<bool>& live) : count(g.values.size(), 0) {
+        for (size_t i = 0; i < g.nodes.size(); ++i)
+            if (live[i])
+                for (int v : g.nodes[i].inputs)
+                    if (v >= 0) count[v]++;
+        for (int o : g.outputs) count[o] += 1000;
+    }
     bool single(int v) const { return v >= 0 && count[v] == 1; }
 };
 
@@ -106,6 +114,7 @@ bool fuse_silu(Graph& g);
 bool fuse_groupnorm(Graph& g);
 bool fuse_layernorm(Graph& g);
 bool fuse_softmax_ext(Graph& g);
+bool chunk_attention(Graph& g);
 bool eliminate_identity_arithmetic(Graph& g);
 bool global_pool_as_pool(Graph& g);
 bool fold_pad_into_window(Graph& g);

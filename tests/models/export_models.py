@@ -65,6 +65,31 @@ class Elementwise(nn.Module):
         return a * b
 
 
+class LongAttention(nn.Module):
+    """Two self-attention layers over 1024 tokens (batch 2, 24 heads of 4): 192 MiB of scores each, which
+    onnx2ggml computes in blocks of query rows (the chunk_attention pass); the second layer is causal
+    (a constant mask added to the scaled scores)."""
+
+    def __init__(self, dim=96, heads=24, seq=1024):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.ModuleList([nn.Linear(dim, 3 * dim) for _ in range(2)])
+        self.out = nn.ModuleList([nn.Linear(dim, dim) for _ in range(2)])
+        self.register_buffer("causal", torch.triu(torch.full((seq, seq), float("-inf")), 1))
+
+    def attend(self, x, i, mask):
+        b, s, d = x.shape
+        q, k, v = (t.reshape(b, s, self.heads, d // self.heads).transpose(1, 2) for t in self.qkv[i](x).chunk(3, -1))
+        scores = q @ k.transpose(-2, -1) * (d // self.heads) ** -0.5
+        if mask is not None:
+            scores = scores + mask
+        y = (torch.softmax(scores, -1) @ v).transpose(1, 2).reshape(b, s, d)
+        return x + self.out[i](y)
+
+    def forward(self, x):
+        return self.attend(self.attend(x, 0, None), 1, self.causal)
+
+
 def randomize(m, gen):
     """Non-trivial biases, affine params and running stats (see the module docstring)."""
     with torch.no_grad():
@@ -85,6 +110,7 @@ MODELS = {
     "tinycnn": (TinyCNN, (1, 3, 32, 32), 17),
     "mlp": (MLP, (4, 64), 17),
     "elementwise": (Elementwise, (2, 3, 16, 16), 17),
+    "long_attention": (LongAttention, (2, 1024, 96), 17),
     "resnet18": (lambda: torchvision.models.resnet18(), (1, 3, 224, 224), 17),
     "resnet18_opset13": (lambda: torchvision.models.resnet18(), (1, 3, 224, 224), 13),
     "resnet50": (lambda: torchvision.models.resnet50(), (1, 3, 224, 224), 17),
