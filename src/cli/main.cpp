@@ -37,6 +37,8 @@ const char* kUsage =
     "usage: onnx2ggml COMMAND ...\n"
     "  inspect MODEL [--input-shape NAME=DIMS ...] [--json] [--ggml] [--dot FILE | --svg FILE] (--ggml with a picture: "
     "the ggml graph)\n"
+    "                [--backend B] (where its nodes run on B: per backend and ggml op, the CPU's fallback, the "
+    "scheduler's splits)\n"
     "  run     MODEL [--input NAME=FILE.npy ...] [--random-inputs SEED] [--input-shape NAME=DIMS ...]\n"
     "                [--then --input ... (another input set, same session)] [--output-dir DIR] [--backend NAME|auto|rpc:HOST:PORT[,...]]\n"
     "                [--threads N] [--profile] [--verbose] [--max-specializations N]\n"
@@ -86,6 +88,7 @@ struct InputSet {
 
 struct Args {
     std::string cmd, model, outdir, output_dir, backend = "auto";
+    bool backend_given = false;  // --backend on the command line (inspect then reports the placement)
     std::vector<std::pair<std::string, std::string>> inputs, expects;  // of the current (after parse: the first) set
     std::vector<InputSet> sets;
     CompileOptions copts;
@@ -153,7 +156,7 @@ Args parse(int argc, char** argv) {
             a.has_seed = true;
         } else if (s == "--output-dir") a.output_dir = next();
         else if (s == "-o") a.outdir = next();
-        else if (s == "--backend") a.backend = next();
+        else if (s == "--backend") a.backend = next(), a.backend_given = true;
         else if (s == "--threads") a.threads = int(num(next()));
         else if (s == "--repeat") a.repeat = std::max(1, int(num(next())));
         else if (s == "--warmup") a.warmup = std::max(0, int(num(next())));
@@ -280,6 +283,51 @@ void write_pictures(const Args& a, const std::string& dot) {
     if (!a.svg.empty()) write_picture(dot, a.svg, true);
 }
 
+// Where the nodes of a built session run (inspect --backend, run --profile): computing nodes per backend and
+// ggml op, the CPU's fallback nodes (those the session's device cannot run), the scheduler's splits and copies.
+std::string placement_text(const Session& s, bool per_op) {
+    SchedStats st = s.sched_stats();
+    std::ostringstream o;
+    std::map<std::string, int> per;
+    for (auto& kv : st.ops) per[kv.first.first] += kv.second;
+    o << "placement (--backend " << s.backend_name() << "):";
+    for (auto& kv : per) o << " " << kv.first << " " << kv.second;
+    o << " computing nodes; " << st.fallback.size() << " fall back to the CPU\n";
+    for (auto& kv : per) {
+        if (!per_op) break;
+        o << "  " << kv.first << ":";
+        for (auto& op : st.ops)
+            if (op.first.first == kv.first) o << " " << op.first.second << " " << op.second;
+        o << "\n";
+    }
+    for (size_t i = 0; i < st.fallback.size() && i < 20; ++i)
+        o << "  fallback: " << st.fallback[i].name << " (" << st.fallback[i].op << ", " << st.fallback[i].backend
+          << ")\n";
+    if (st.fallback.size() > 20) o << "  fallback: ... " << st.fallback.size() - 20 << " more\n";
+    char line[160];
+    snprintf(line, sizeof line, "scheduler: %d splits, %d copies between backends (%.1f MB)\n", st.splits, st.copies,
+             double(st.copy_bytes) / 1e6);
+    return o.str() + line;
+}
+
+std::string placement_json(const Session& s) {
+    SchedStats st = s.sched_stats();
+    std::ostringstream o;
+    o << "{\"backend\": " << json_str(s.backend_name()) << ", \"ops\": {";
+    bool first = true;
+    for (auto& kv : st.ops) {
+        o << (first ? "" : ", ") << json_str(kv.first.first + "/" + kv.first.second) << ": " << kv.second;
+        first = false;
+    }
+    o << "}, \"fallback\": [";
+    for (size_t i = 0; i < st.fallback.size(); ++i)
+        o << (i ? ", " : "") << "{\"name\": " << json_str(st.fallback[i].name) << ", \"op\": "
+          << json_str(st.fallback[i].op) << ", \"backend\": " << json_str(st.fallback[i].backend) << "}";
+    o << "], \"splits\": " << st.splits << ", \"copies\": " << st.copies << ", \"copy_bytes\": " << st.copy_bytes
+      << "}";
+    return o.str();
+}
+
 int cmd_inspect(const Args& a) {
     Graph g = load_onnx(a.model);
     std::vector<UnsupportedOp> bad;
@@ -316,6 +364,12 @@ int cmd_inspect(const Args& a) {
     if (a.ggml && bad.empty() && shapes_ok) {
         auto bg = build_graph(g, false);
         ghist = ggml_op_histogram(bg->gf);
+    }
+    // --backend: the graph built on that backend (weights uploaded), and where its nodes run
+    std::string placement;
+    if (a.backend_given && bad.empty() && shapes_ok) {
+        Session s(g, SessionOptions{a.backend, a.threads, a.weights});
+        placement = a.json ? placement_json(s) : placement_text(s, true);
     }
     auto io = [&](const std::vector<int>& ids) {
         std::vector<std::string> r;
@@ -373,6 +427,7 @@ int cmd_inspect(const Args& a) {
             }
             o << "}";
         }
+        if (!placement.empty()) o << ", \"placement\": " << placement;
         o << "}\n";
         std::cout << o.str();
     } else {
@@ -399,6 +454,7 @@ int cmd_inspect(const Args& a) {
             std::cout << "ggml graph (" << total << " nodes):\n";
             for (auto& kv : ghist) std::cout << "  " << kv.first << "\t" << kv.second << "\n";
         }
+        std::cout << placement;
     }
     return bad.empty() ? 0 : kExitUnsupported;
 }
@@ -488,8 +544,7 @@ void print_profile(const Session& s) {
     for (auto& kv : st.nodes)
         fprintf(stderr, "  %-10s %6d nodes %10.2f ms %5.1f%%\n", kv.first.c_str(), kv.second, per_backend[kv.first],
                 total > 0 ? 100 * per_backend[kv.first] / total : 0.0);
-    fprintf(stderr, "scheduler: %d splits, %d copies between backends (%.1f MB)\n", st.splits, st.copies,
-            double(st.copy_bytes) / 1e6);
+    fprintf(stderr, "%s", placement_text(s, false).c_str());
     auto nodes = s.profile_nodes();
     fprintf(stderr, "slowest nodes:\n");
     for (size_t i = 0; i < nodes.size() && i < 12; ++i)

@@ -274,6 +274,14 @@ SchedStats Session::sched_stats() const {
         ggml_backend_t be = ggml_backend_sched_get_tensor_backend(sched_, t);
         std::string bn = be ? ggml_backend_name(be) : "?";
         st.nodes[bn]++;
+        bool view = t->op == GGML_OP_NONE || t->op == GGML_OP_RESHAPE || t->op == GGML_OP_VIEW ||
+                    t->op == GGML_OP_PERMUTE || t->op == GGML_OP_TRANSPOSE;
+        if (!view) {
+            std::string where = t->op == GGML_OP_CUSTOM ? "host" : bn;
+            st.ops[{where, ggml_op_desc(t)}]++;
+            if (be != backend_ && std::find(more_.begin(), more_.end(), be) == more_.end())
+                st.fallback.push_back({t->name, ggml_op_desc(t), where});
+        }
         for (ggml_tensor* s : t->src)
             if (s && std::strncmp(s->name, (bn + "#").c_str(), bn.size() + 1) == 0 && !copies[s]) {
                 copies[s] = true;

@@ -92,6 +92,14 @@ struct SchedStats {
     int splits = 0, copies = 0;
     size_t copy_bytes = 0;
     std::map<std::string, int> nodes;  // graph nodes per backend
+    // computing nodes (views left out) per backend and ggml op ("host" for onnx2ggml's host kernels)
+    std::map<std::pair<std::string, std::string>, int> ops;
+    // computing nodes not on the session's own device (its servers' for RPC): the CPU's fallback (named
+    // after the ONNX value they compute, or node_N for a lowering's intermediate tensors)
+    struct Fallback {
+        std::string name, op, backend;
+    };
+    std::vector<Fallback> fallback;
 };
 
 class Session {

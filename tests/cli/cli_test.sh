@@ -85,4 +85,21 @@ if { ! script -qec true /dev/null >/dev/null 2>&1 || grep -q "writing .*model.gg
    grep -q "^wrote" "$work/pipe.out"; then ok "progress bars on a terminal only, not with --quiet"
 else cat -v "$work/tty.out" "$work/pipe.out" "$work/quiet.out"; fail "progress bars"; fi
 
+# inspect --backend (issue 15 item 3): where the nodes run. On the CPU backend everything is on it (one split, no
+# fallback); on every backend the nodes outside it are the fallback list; an unknown backend exits 2
+"$bin" inspect "$ex/model.onnx" --backend cpu --json >"$work/pl_cpu.json" 2>"$work/err"; rc1=$?
+"$bin" inspect "$ex/model.onnx" --backend auto --json >"$work/pl_auto.json" 2>>"$work/err"; rc2=$?
+"$bin" inspect "$ex/model.onnx" --backend nosuch >/dev/null 2>"$work/err2"; rc3=$?
+if [ $rc1 = 0 ] && [ $rc2 = 0 ] && [ $rc3 = 2 ] && grep -q "nosuch" "$work/err2" && "$py" - "$work/pl_cpu.json" "$work/pl_auto.json" <<'PY'
+import json, sys
+cpu, auto = (json.load(open(f))["placement"] for f in sys.argv[1:3])
+assert cpu["backend"] == "CPU" and cpu["fallback"] == [] and cpu["splits"] == 1, cpu
+assert cpu["ops"].get("CPU/CONV_2D_DW") == 1 and all(k.startswith("CPU/") for k in cpu["ops"]), cpu["ops"]
+off = sum(n for k, n in auto["ops"].items() if not k.startswith(auto["backend"] + "/"))
+assert off == len(auto["fallback"]), auto
+assert sum(auto["ops"].values()) == sum(cpu["ops"].values()), (auto["ops"], cpu["ops"])
+PY
+then ok "inspect --backend: placement per backend and op, fallback list, unknown backend exit 2"
+else cat "$work/err" "$work/err2"; fail "inspect --backend: exits $rc1 $rc2 $rc3"; fi
+
 if [ $fails = 0 ]; then echo "cli_test: all passed"; else echo "cli_test: $fails failed"; exit 1; fi
