@@ -19,6 +19,7 @@ import torch.nn as nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sd_models as sd  # noqa: E402
+from onnx_export import export as onnx_export  # noqa: E402
 
 
 def vae(**kw):
@@ -86,8 +87,8 @@ def export(name, outdir):
     for f in os.listdir(d):
         os.remove(os.path.join(d, f))
     with torch.no_grad():
-        torch.onnx.export(m, args, os.path.join(d, "model.onnx"), opset_version=opset, input_names=names,
-                          output_names=["output"], do_constant_folding=True)
+        onnx_export(m, args, os.path.join(d, "model.onnx"), opset_version=opset, input_names=names,
+                    output_names=["output"], do_constant_folding=True)
     for n in names:
         np.save(os.path.join(d, f"in_{n}.npy"), inputs[n].numpy())
     np.save(os.path.join(d, "expected.npy"), ref)

@@ -28,6 +28,9 @@ import torch.nn.functional as F
 import torchvision
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from onnx_export import export as onnx_export  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export_sd  # noqa: E402
 
 
@@ -273,8 +276,8 @@ def export(name, outdir):
     for f in os.listdir(d):
         os.remove(os.path.join(d, f))
     # with gradients enabled: torch 1.13 exports nn.MultiheadAttention (ViT, Swin) only so
-    torch.onnx.export(m, args, os.path.join(d, "model.onnx"), opset_version=17, input_names=ins, output_names=["output"],
-                      do_constant_folding=True)
+    onnx_export(m, args, os.path.join(d, "model.onnx"), opset_version=17, input_names=ins, output_names=["output"],
+                do_constant_folding=True)
     for n in ins:
         np.save(os.path.join(d, f"in_{n}.npy"), inputs[n].numpy())
     np.save(os.path.join(d, "expected.npy"), ref)
