@@ -36,11 +36,24 @@ struct Result {
     int on_dnn = 0, expected_dnn = 0;
 };
 
+// true while check() builds its reference graph (ggml's CPU backend alone)
+bool g_reference = false;
+
 ggml_tensor* input(ggml_context* ctx, std::vector<ggml_tensor*>& ins, int64_t n0, int64_t n1 = 1, int64_t n2 = 1,
-                   int64_t n3 = 1) {
-    ggml_tensor* t = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, n0, n1, n2, n3);
+                   int64_t n3 = 1, ggml_type type = GGML_TYPE_F32) {
+    ggml_tensor* t = ggml_new_tensor_4d(ctx, type, n0, n1, n2, n3);
     ggml_set_input(t);
     ins.push_back(t);
+    return t;
+}
+
+// An F16 weight: F16 in the graph under test; in the reference graph an F32 tensor holding the same values (named
+// "f16": its random values are rounded to F16), so that the reference computes in F32 what the backend computes
+// from the F16 weight converted to F32 (ggml's CPU kernels would round the activations to F16 as well)
+ggml_tensor* f16_weight(ggml_context* ctx, std::vector<ggml_tensor*>& ins, int64_t n0, int64_t n1, int64_t n2,
+                        int64_t n3) {
+    ggml_tensor* t = input(ctx, ins, n0, n1, n2, n3, g_reference ? GGML_TYPE_F32 : GGML_TYPE_F16);
+    if (g_reference) ggml_set_name(t, "f16");
     return t;
 }
 
@@ -66,6 +79,14 @@ Result run(const Build& build, bool onednn) {
         std::uniform_real_distribution<float> u(-1.f, 1.f);
         std::vector<float> v(size_t(ggml_nelements(ins[i])));
         for (float& x : v) x = u(rng);
+        if (ins[i]->type == GGML_TYPE_F16) {
+            std::vector<ggml_fp16_t> h(v.size());
+            ggml_fp32_to_fp16_row(v.data(), h.data(), int64_t(v.size()));
+            ggml_backend_tensor_set(ins[i], h.data(), 0, ggml_nbytes(ins[i]));
+            continue;
+        }
+        if (std::string(ins[i]->name) == "f16")
+            for (float& x : v) x = ggml_fp16_to_fp32(ggml_fp32_to_fp16(x));
         ggml_backend_tensor_set(ins[i], v.data(), 0, ggml_nbytes(ins[i]));
     }
     EXPECT_EQ(ggml_backend_sched_graph_compute(sched, gf), GGML_STATUS_SUCCESS);
@@ -82,7 +103,10 @@ Result run(const Build& build, bool onednn) {
 }
 
 void check(const Build& build) {
-    Result d = run(build, true), c = run(build, false);
+    Result d = run(build, true);
+    g_reference = true;
+    Result c = run(build, false);
+    g_reference = false;
     EXPECT_EQ(d.on_dnn, d.expected_dnn) << "nodes the oneDNN backend did not take";
     ASSERT_EQ(d.y.size(), c.y.size());
     double err = 0, range = 0;
@@ -101,12 +125,14 @@ struct Conv {
     int64_t W, H, C, N, OC, K;
     int s = 1, p = 1, d = 1;
     bool depthwise = false, bias = true;
-    int act = 1;  // 0 none, 1 ReLU, 2 CLAMP(0, 6)
+    int act = 1;        // 0 none, 1 ReLU, 2 CLAMP(0, 6)
+    bool f16 = false;  // an F16 kernel (--weights f16)
 };
 
 ggml_tensor* conv(ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn, const Conv& q,
                   ggml_tensor* x, ggml_tensor** root = nullptr) {
-    ggml_tensor* k = input(ctx, ins, q.K, q.K, q.depthwise ? 1 : q.C, q.depthwise ? q.C : q.OC);
+    ggml_tensor* k = q.f16 ? f16_weight(ctx, ins, q.K, q.K, q.depthwise ? 1 : q.C, q.depthwise ? q.C : q.OC)
+                           : input(ctx, ins, q.K, q.K, q.depthwise ? 1 : q.C, q.depthwise ? q.C : q.OC);
     ggml_tensor* y = q.depthwise ? ggml_conv_2d_dw_direct(ctx, k, x, q.s, q.s, q.p, q.p, q.d, q.d)
                                  : ggml_conv_2d_direct(ctx, k, x, q.s, q.s, q.p, q.p, q.d, q.d);
     if (root) *root = y;
@@ -131,6 +157,14 @@ TEST(OneDNN, ConvDilatedNoBias) { check(conv_case({19, 14, 6, 1, 9, 3, 1, 2, 2, 
 TEST(OneDNN, Conv1x1OddChannels) { check(conv_case({9, 7, 17, 1, 23, 1, 1, 0})); }
 TEST(OneDNN, DepthwiseBiasRelu) { check(conv_case({12, 10, 17, 1, 17, 3, 1, 1, 1, true})); }
 TEST(OneDNN, DepthwiseStride2Clamp) { check(conv_case({15, 15, 24, 1, 24, 3, 2, 1, 1, true, true, 2})); }
+// F16 kernels, converted to F32 every run: oneDNN's gemm on NCHW (a small map), blocked layouts (a large map:
+// Winograd for the 3x3 one, direct for the strided one) and a depthwise one
+TEST(OneDNN, ConvF16Kernel) { check(conv_case({13, 11, 5, 2, 7, 3, 1, 1, 1, false, true, 1, true})); }
+TEST(OneDNN, ConvF16KernelBlocked) {
+    check(conv_case({60, 58, 16, 1, 32, 3, 1, 1, 1, false, true, 1, true}));
+    check(conv_case({61, 57, 16, 1, 24, 3, 2, 1, 1, false, false, 0, true}));
+}
+TEST(OneDNN, DepthwiseF16Kernel) { check(conv_case({15, 15, 24, 1, 24, 3, 2, 1, 1, true, true, 2, true})); }
 
 // conv + bias + residual (o2g::conv_residual: the sum post-op) + ReLU, as residual_add emits it
 TEST(OneDNN, ConvBiasResidualRelu) {

@@ -127,6 +127,10 @@ struct Context {
         float* y = nullptr;
         const float* r = nullptr;
         int64_t n = 0;
+        // before the steps: hn F16 values at h converted to F32 at hf (an F16 kernel, conv_plan)
+        const ggml_fp16_t* h = nullptr;
+        float* hf = nullptr;
+        int64_t hn = 0;
     };
     std::unordered_map<const ggml_tensor*, Plan> plans;
     std::vector<int64_t> sig;  // the signature being checked (its storage reused)
@@ -217,13 +221,14 @@ inline dnnl::memory private_memory(Context& c, const dnnl::memory::desc& md, voi
     return dnnl::memory(md, c.eng, s.get_data_handle());
 }
 
-// CONV_2D (kernel [KW, KH, IC, OC]) and CONV_2D_DW (depthwise, kernel [KW, KH, 1, C]) on NCHW data
+// CONV_2D (kernel [KW, KH, IC, OC]) and CONV_2D_DW (depthwise, kernel [KW, KH, 1, C]) on NCHW data; an F16
+// kernel (--weights f16) is converted to F32 into the arena before each run of its convolution (conv_plan)
 inline bool conv_supported(const ggml_tensor* op) {
     const ggml_tensor* k = op->src[0];
     const ggml_tensor* x = op->src[1];
     return (op->op == GGML_OP_CONV_2D || op->op == GGML_OP_CONV_2D_DW) && op->type == GGML_TYPE_F32 &&
-           x->type == GGML_TYPE_F32 && k->type == GGML_TYPE_F32 && ggml_is_contiguous(k) && ggml_is_contiguous(x) &&
-           ggml_is_contiguous(op);
+           x->type == GGML_TYPE_F32 && (k->type == GGML_TYPE_F32 || k->type == GGML_TYPE_F16) &&
+           ggml_is_contiguous(k) && ggml_is_contiguous(x) && ggml_is_contiguous(op);
 }
 
 // Grouped convolutions (o2g::grouped_conv): onnx2ggml lowers one to IM2COL -> batched MUL_MAT -> CONT,
@@ -422,6 +427,13 @@ inline void run_plan(Context& c, const ggml_tensor* node, std::initializer_list<
         it = c.plans.insert_or_assign(node, std::move(p)).first;
     }
     const Context::Plan& p = it->second;
+    if (p.hn) {  // ggml's vectorized conversion, in blocks over the threads (oneDNN 2.6's F16 reorder is a
+                 // reference loop here: 20x slower)
+        const int64_t blk = 1 << 14, nb = (p.hn + blk - 1) / blk;
+#pragma omp parallel for schedule(static) if (nb > 1)
+        for (int64_t b = 0; b < nb; ++b)
+            ggml_cpu_fp16_to_fp32(p.h + b * blk, p.hf + b * blk, std::min(blk, p.hn - b * blk));
+    }
     for (const Context::Step& st : p.steps) st.prim.execute(c.strm, st.args);
     c.strm.wait();
     if (p.n) apply_activation(p.act, p.y, p.r, p.n);
@@ -448,6 +460,10 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
     using dt = dnnl::memory::data_type;
     dnnl::memory::desc src_md(src_d, dt::f32, tag::nchw), w_md(w_d, dt::f32, G > 1 ? tag::goihw : tag::oihw),
         dst_md(dst_d, dt::f32, tag::nchw);
+    // An F16 kernel (--weights f16) stays where ggml holds it, and the primitives take F32: it is converted into
+    // the arena before each run of the convolution (Plan::h; then reordered when the primitive's layout is not
+    // the plain one), so no F32 copy of it is kept: that would cost the memory F16 weights are there to save.
+    const bool k16 = k->type == GGML_TYPE_F16;
     dnnl::memory::desc b_md({dst_d[1]}, dt::f32, tag::x);
     Context::Key key = {G,    src_d[0], src_d[1], src_d[2], src_d[3], dst_d[1], k->ne[1],        k->ne[0],
                         p[0], p[1],     p[2],     p[3],     p[4],     p[5],     bias != nullptr, residual != nullptr};
@@ -587,7 +603,9 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
         auto wt = is_weight ? b.weights.find(k->data) : b.weights.end();
         SharedKernels* sk = is_weight && c.shared && c.shared->owns(k->buffer) ? c.shared.get() : nullptr;
         dnnl::memory wb;
-        if (wt != b.weights.end()) {
+        if (k16) {
+            // converted into the arena below, every run
+        } else if (wt != b.weights.end()) {
             wb = wt->second;
         } else {
             dnnl::memory wsrc(w_md, c.eng, k->data);
@@ -646,6 +664,17 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
             most = std::max(most, used);
         }
         char* arena = c.reserve(most);
+        if (k16) {  // converted to F32 in its plain layout, then reordered to the primitive's when that differs
+            size_t wb_bytes = b.w == w_md ? 0 : (b.w.get_size() + 4095) / 4096 * 4096;
+            arena = c.reserve(most + wb_bytes + w_md.get_size());
+            dnnl::memory kf(w_md, c.eng, arena + most + wb_bytes);
+            plan.h = static_cast<const ggml_fp16_t*>(k->data), plan.hf = static_cast<float*>(kf.get_data_handle()),
+            plan.hn = ggml_nelements(k);
+            wb = b.w == w_md ? kf : dnnl::memory(b.w, c.eng, arena + most);
+            if (b.w != w_md)
+                plan.steps.push_back({dnnl::reorder(dnnl::reorder::primitive_desc(kf, wb, user_scratchpad())),
+                                      {{DNNL_ARG_FROM, kf}, {DNNL_ARG_TO, wb}}});
+        }
         for (size_t bi = 0; bi < b.bands.size(); ++bi) {
             const Context::Band& bn = b.bands[bi];
             const Carved& cv = carved[bi];
@@ -699,10 +728,17 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
                                    dnnl::convolution_forward::primitive_desc(d, user_scratchpad(), c.eng)))
                  .first;
     }
-    dnnl::memory xm(src_md, c.eng, x->data), wm(w_md, c.eng, k->data), ym(dst_md, c.eng, out);
+    Context::Plan plan;
+    dnnl::memory xm(src_md, c.eng, x->data), ym(dst_md, c.eng, out), wm;
+    if (k16) {
+        wm = dnnl::memory(w_md, c.eng, c.reserve(w_md.get_size()));
+        plan.h = static_cast<const ggml_fp16_t*>(k->data), plan.hf = static_cast<float*>(wm.get_data_handle()),
+        plan.hn = ggml_nelements(k);
+    } else {
+        wm = dnnl::memory(w_md, c.eng, k->data);
+    }
     std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, ym}};
     if (bias) args[DNNL_ARG_BIAS] = dnnl::memory(b_md, c.eng, bias->data);
-    Context::Plan plan;
     plan.steps.push_back({it->second, std::move(args)});
     const float* r = residual ? static_cast<const float*>(residual->data) : nullptr;
     if (act.kind < 3) {  // ReLU, Clip: a pass over the output with the residual's add
