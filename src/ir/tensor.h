@@ -95,6 +95,7 @@ struct Tensor {
     std::vector<float> to_f32() const;
     Tensor cast(DType t) const;       // shares the storage when t == dtype; to/from string as ONNX Cast
     Tensor transposed_last2() const;  // host transpose of the last two dims (a copy)
+    void transposed_last2_into(void* dst) const;  // the same, written to dst (nbytes() of memory)
     Tensor reshaped(const Shape& s) const {
         Tensor r = *this;
         r.shape = s;

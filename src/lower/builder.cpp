@@ -85,6 +85,23 @@ Tensor Weight::data() const {
     return h;
 }
 
+void Weight::write(void* dst) const {
+    const size_t nb = ggml_nbytes(t);
+    const bool f32 = t->type == GGML_TYPE_F32 && host.dtype == DType::F32,
+               f16 = t->type == GGML_TYPE_F16 && host.dtype == DType::F16;
+    if (!gguf && (f32 || f16) && host.nbytes() == nb) {  // stored as held: copied, or transposed, into dst
+        if (transpose) host.transposed_last2_into(dst);
+        else std::memcpy(dst, host.data(), nb);
+        return;
+    }
+    if (!gguf && !transpose && t->type == GGML_TYPE_F16 && host.dtype == DType::F32 && host.numel() * 2 == int64_t(nb)) {
+        ggml_fp32_to_fp16_row(host.ptr<float>(), static_cast<ggml_fp16_t*>(dst), host.numel());
+        return;
+    }
+    Tensor d = data();
+    std::memcpy(dst, d.data(), nb);
+}
+
 ggml_tensor* Builder::weight(const Tensor& host, ggml_type type, const std::string& onnx_name, bool transpose,
                              bool shareable) {
     int64_t ne[4] = {1, 1, 1, 1};

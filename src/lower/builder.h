@@ -27,6 +27,9 @@ struct Weight {
     std::shared_ptr<const GgufWeights> gguf;  // --gguf: the stored bytes are its tensor gguf_index
     int64_t gguf_index = -1;
     Tensor data() const;  // the bytes as stored: ggml_nbytes(t) of them
+    // The same bytes written to dst (host memory of ggml_nbytes(t)): a transpose or F16 conversion straight into
+    // it, with no intermediate copy (the weights of a model are made this way at load: the SD UNet's 3.3 GB)
+    void write(void* dst) const;
 };
 
 // Tensors that several built graphs of one model share: the model's initializers, stored once for

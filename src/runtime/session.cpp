@@ -158,8 +158,12 @@ void Session::init(const SessionOptions& opts) {
         for (auto& w : bg_->b->weights) {
             bar.update(done++);
             if (w.host.buf) w.host.buf->prefetch();
-            Tensor d = w.data();
-            ggml_backend_tensor_set(w.t, d.data(), 0, ggml_nbytes(w.t));
+            if (ggml_backend_buffer_is_host(w.t->buffer)) {  // made in place: no intermediate copy
+                w.write(w.t->data);
+            } else {
+                Tensor d = w.data();
+                ggml_backend_tensor_set(w.t, d.data(), 0, ggml_nbytes(w.t));
+            }
             // uploaded: the pages of its source mapped from an external data file go back to the
             // kernel now (a later specialization re-reads them), so the process never holds the
             // mapped and the uploaded weights at once
