@@ -56,10 +56,11 @@ ggml_type WeightRules::choose(const std::string& name, const Shape& s, bool tran
     if (!ruled && (n < kSmallWeight || big < 2)) t = GGML_TYPE_F32;
     // a quantized type's blocks run along a row (ggml's ne[0]: the stored last dim)
     int64_t row = s.empty() ? 1 : transpose ? (s.size() >= 2 ? s[s.size() - 2] : 1) : s.back();
-    // ggml has no quantized convolution: under a quantized type a kernel stays f32, which oneDNN's path runs
-    // (resnet18, 2 threads: f32 kernels 11 ms, f16 kernels 61 ms on ggml's im2col; ggml's CPU backend alone
-    // 61 ms either way); f16 only when asked for
-    if (ggml_is_quantized(t) && conv_kernel) t = GGML_TYPE_F32;
+    // ggml has no quantized convolution: under --weights TYPE a kernel stays f32 (oneDNN's fast path; a
+    // quantized kernel's product also quantizes the activations: resnet50's q8_0 error would pass 1e-2). A rule
+    // naming it quantizes it: a Conv lowered as im2col and a quantized matrix product (ops/conv.cpp), its kernel
+    // [OC, IC*KH*KW] (`s` is given so, rows of IC*KH*KW)
+    if (ggml_is_quantized(t) && conv_kernel && !ruled) t = GGML_TYPE_F32;
     if (ggml_is_quantized(t) && row % ggml_blck_size(t) != 0) t = k_fallback(t);  // rows of 32k, not 256k
     if (ggml_is_quantized(t) && row % ggml_blck_size(t) != 0) t = GGML_TYPE_F16;
     return t;

@@ -63,10 +63,26 @@ void lower_conv(Lc& c) {
     }
     int64_t C = x4[1], M = w4[0];
     bool depthwise = group == C && M == C && group > 1;
-    ggml_tensor* w = c.is_const(1) && !depthwise ? c.matrix_weight(1, w4, false, true) : c.reshape(c.x(1), w4);
     if (C % group || M % group || w4[1] != C / group)
         c.fail("weight shape " + shape_str(ws) + " does not match input " + shape_str(xs) + " with group " +
                std::to_string(group));
+    // a kernel a --weights-rule quantizes (lower/weights.h): stored [OC, IC*KH*KW] (rows a quantized type's
+    // blocks run along), the convolution an im2col and a quantized matrix product
+    Shape w2 = {M, shape_numel(w4) / M};
+    if (group == 1 && c.is_const(1) && c.dtype(1) == DType::F32 &&
+        ggml_is_quantized(c.b.weight_rules.choose(c.in(1).name, w2, false, true))) {
+        ggml_tensor* wq = c.matrix_weight(1, w2, false, true);  // [K, M]
+        // im2col reads only the shape [KW, KH, IC] of its kernel operand (IC*KH*KW floats, never read)
+        ggml_tensor* shape_of = c.constant(Tensor::zeros(DType::F32, {w4[1], w4[2], w4[3]}));
+        ggml_tensor* col = G(c.b, ggml_im2col, shape_of, x, s0, s1, p0, p1, d0, d1, true, GGML_TYPE_F32);
+        int64_t K = col->ne[0], OW = col->ne[1], OH = col->ne[2], N = col->ne[3];
+        ggml_tensor* r = G(c.b, ggml_mul_mat, wq, G(c.b, ggml_reshape_2d, col, K, OW * OH * N));  // [M, OW*OH*N]
+        r = G(c.b, ggml_reshape_3d, r, M, OW * OH, N);
+        ggml_tensor* y = G(c.b, ggml_cont_4d, G(c.b, ggml_permute, r, 1, 0, 2, 3), OW, OH, M, N);
+        if (c.has(2)) y = G(c.b, ggml_add_inplace, y, c.reshape(c.x(2), {M, 1, 1}));
+        return c.set(0, c.reshape(y, c.out(0).shape));
+    }
+    ggml_tensor* w = c.is_const(1) && !depthwise ? c.matrix_weight(1, w4, false, true) : c.reshape(c.x(1), w4);
     ggml_tensor* y = nullptr;
     if (group == 1) {
         // GGML_OP_CONV_2D: ggml's CPU backend tiles im2col + gemm in its work buffer (as fast as a

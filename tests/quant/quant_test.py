@@ -99,9 +99,42 @@ def main():
         "--weights-rule", "proj=q4_0", "--output-dir", d + "_run"])
     check(same(outs(d), outs(d + "_run")), "rules: run --gguf (rules recorded in the GGUF) bit-identical to run with the rules")
 
-    # a model without weights: its GGUF holds no tensors (and no transposition array) and reads back
+    # a convolution kernel: f32 under --weights q8_0 (default rule), quantized when a rule names it (im2col and a
+    # quantized matrix product: ops/conv.cpp); both against the float64 reference
     import onnx
-    from onnx import TensorProto, helper
+    from onnx import TensorProto, helper, numpy_helper
+    sys.path.insert(0, HERE)
+    from make_models import conv2d
+    rng = np.random.default_rng(5)
+    ck = (rng.standard_normal((16, 32, 3, 3)) / 17).astype(np.float32)  # rows of 32*3*3 = 288 = 9 blocks of 32
+    cb = (0.1 * rng.standard_normal(16)).astype(np.float32)
+    img = rng.standard_normal((2, 32, 9, 7)).astype(np.float32)
+    g = helper.make_graph([helper.make_node("Conv", ["img", "qconv.weight", "qconv.bias"], ["c"], pads=[1, 1, 1, 1])],
+                          "qconv", [helper.make_tensor_value_info("img", TensorProto.FLOAT, list(img.shape))],
+                          [helper.make_tensor_value_info("c", TensorProto.FLOAT, [2, 16, 9, 7])],
+                          [numpy_helper.from_array(ck, "qconv.weight"), numpy_helper.from_array(cb, "qconv.bias")])
+    cm = os.path.join(work, "qconv.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), cm)
+    np.save(os.path.join(work, "qimg.npy"), img)
+    cref = conv2d(img.astype(np.float64), ck.astype(np.float64), cb.astype(np.float64))
+    cin = ["--input", f"img={work}/qimg.npy", "--threads", "2"]
+    for backend in ("cpu", "auto"):
+        errs = {}
+        for rule in ([], ["--weights-rule", "qconv=q8_0"]):
+            d = os.path.join(work, f"qconv_{backend}_{len(rule)}")
+            sh([bin_, "run", cm, *cin, "--backend", backend, "--weights", "q8_0", *rule, "--output-dir", d])
+            errs[bool(rule)] = float(np.abs(np.load(os.path.join(d, "output_0.npy")) - cref).max() / np.abs(cref).max())
+        check(errs[False] <= 1e-5, f"conv kernel under --weights q8_0 stays f32 ({backend}): error {errs[False]:.3g} (bound 1e-5)")
+        check(1e-5 < errs[True] <= BOUND["q8_0"],
+              f"conv kernel ruled q8_0 ({backend}): error {errs[True]:.3g} (bound {BOUND['q8_0']}, above 1e-5)")
+    q = sh([bin_, "quantize", cm, "-o", os.path.join(work, "qconv.gguf"), "--weights", "q8_0", "--weights-rule", "qconv=q8_0"])
+    check("q8_0: 1" in q.stdout, f"quantize stores the ruled conv kernel as q8_0: {q.stdout.strip()}")
+    d = os.path.join(work, "qconv_gguf")
+    sh([bin_, "run", cm, *cin, "--backend", "cpu", "--gguf", os.path.join(work, "qconv.gguf"), "--output-dir", d])
+    check(same([np.load(os.path.join(d, "output_0.npy"))], [np.load(os.path.join(work, "qconv_cpu_2", "output_0.npy"))]),
+          "ruled q8_0 conv: run --gguf bit-identical to run --weights-rule")
+
+    # a model without weights: its GGUF holds no tensors (and no transposition array) and reads back
     g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "noweights", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 5])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 5])])
     nw = os.path.join(work, "noweights.onnx")
