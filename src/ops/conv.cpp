@@ -79,7 +79,9 @@ void lower_conv(Lc& c) {
         ggml_tensor* r = G(c.b, ggml_mul_mat, wq, G(c.b, ggml_reshape_2d, col, K, OW * OH * N));  // [M, OW*OH*N]
         r = G(c.b, ggml_reshape_3d, r, M, OW * OH, N);
         ggml_tensor* y = G(c.b, ggml_cont_4d, G(c.b, ggml_permute, r, 1, 0, 2, 3), OW, OH, M, N);
-        if (c.has(2)) y = G(c.b, ggml_add_inplace, y, c.reshape(c.x(2), {M, 1, 1}));
+        if (c.has(2))  // in place, except on a graph output (which owns its memory: no view)
+            y = c.graph_output(0) ? G(c.b, ggml_add, y, c.reshape(c.x(2), {M, 1, 1}))
+                                  : G(c.b, ggml_add_inplace, y, c.reshape(c.x(2), {M, 1, 1}));
         return c.set(0, c.reshape(y, c.out(0).shape));
     }
     ggml_tensor* w = c.is_const(1) && !depthwise ? c.matrix_weight(1, w4, false, true) : c.reshape(c.x(1), w4);

@@ -93,7 +93,6 @@ bool fuse_softmax_ext(Graph& g) {
     return changed;
 }
 
-
 // chunk_attention: attention whose score matrix is large (SD's UNet at 512x512: 4096 tokens, 8 heads,
 // both halves of classifier-free guidance: 1 GiB of scores per attention)
 //     MatMul(q, kt) -> o2g.SoftmaxExt -> MatMul(., v)
