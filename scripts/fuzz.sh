@@ -30,6 +30,16 @@ for i, (d, s) in enumerate([('<f4', (2, 3)), ('<i8', (4,)), ('|b1', (2, 2)), ('<
     np.save('$c/npy/seed%d.npy' % i, np.zeros(s, np.dtype(d)))"
   ASAN_OPTIONS=detect_leaks=0 ./build-fuzz/onnx2ggml compile examples/tinycnn/model.onnx -o build-fuzz/seed-gen >/dev/null
   cp build-fuzz/seed-gen/model.gguf "$c/gguf/tinycnn.gguf"
+  /usr/bin/python3 -c "
+import onnx
+from onnx import TensorProto, helper
+g = helper.make_graph([helper.make_node('TopK', ['x', 'k'], ['v', 'i'], axis=1), helper.make_node('Add', ['a', 'a'], ['s'])], 'h',
+                      [helper.make_tensor_value_info('x', TensorProto.FLOAT, [2, 5]), helper.make_tensor_value_info('a', TensorProto.INT32, [3])],
+                      [helper.make_tensor_value_info(n, TensorProto.UNDEFINED, None) for n in 'vis'],
+                      [helper.make_tensor('k', TensorProto.INT64, [1], [2])])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), 'build-fuzz/host.onnx')"
+  ASAN_OPTIONS=detect_leaks=0 ./build-fuzz/onnx2ggml compile build-fuzz/host.onnx -o build-fuzz/seed-host >/dev/null
+  cp build-fuzz/seed-host/model.gguf "$c/gguf/host_kernels.gguf"  # with host kernel records
 fi
 # the three targets run side by side, each for SECONDS of wall time
 for t in $targets; do

@@ -5,10 +5,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "gguf.h"
+#include "lower/host_kernel.h"
 #include "lower/lower.h"
 #include "o2g_build_version.h"
 #include "runtime/build.h"
@@ -19,6 +21,10 @@ namespace onnx2ggml::core {
 
 namespace templates {
 const char* get(const std::string& name);
+}
+namespace host_sources {  // the evaluators' sources (CMakeLists.txt: host_sources.cpp)
+const char* get(const std::string& name);
+const char* const* names();
 }
 
 static void write_text(const std::string& path, const std::string& text) {
@@ -48,10 +54,13 @@ static void set_arr_str(gguf_context* gg, const std::string& key, const std::vec
 
 void write_gguf(const std::string& path, const std::vector<Weight>& weights,
                 const std::vector<std::pair<std::string, std::string>>& meta,
-                const std::vector<std::pair<std::string, std::vector<std::string>>>& arrays) {
+                const std::vector<std::pair<std::string, std::vector<std::string>>>& arrays,
+                const std::vector<std::pair<std::string, std::string>>& blobs) {
     gguf_context* gg = gguf_init_empty();
     for (auto& kv : meta) gguf_set_val_str(gg, kv.first.c_str(), kv.second.c_str());
     for (auto& kv : arrays) set_arr_str(gg, kv.first, kv.second);
+    for (auto& kv : blobs)
+        if (!kv.second.empty()) gguf_set_arr_data(gg, kv.first.c_str(), GGUF_TYPE_UINT8, kv.second.data(), kv.second.size());
     std::vector<std::string> onnx_names;
     std::vector<uint8_t> transposed;
     for (const auto& w : weights)
@@ -91,6 +100,24 @@ void write_gguf(const std::string& path, const std::vector<Weight>& weights,
     if (!ok) bad_input(path + ": cannot write GGUF file");
 }
 
+// o2g_host.h and o2g_host/ (the sources of onnx2ggml's host evaluators and o2g_host.cpp) for a graph with host
+// kernels; for one without, no o2g_host/ (one left by an earlier compile into the folder is removed)
+static void write_host_sources(const std::string& outdir, bool needed) {
+    const std::string dir = outdir + "/o2g_host";
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    if (ec) bad_input(dir + ": cannot remove the earlier host sources: " + ec.message());
+    if (!needed) return;
+    write_text(outdir + "/o2g_host.h", templates::get("o2g_host.h"));
+    make_dirs(dir);
+    write_text(dir + "/o2g_host.cpp", templates::get("o2g_host.cpp"));
+    for (const char* const* n = host_sources::names(); *n; ++n) {
+        std::string name = *n, path = dir + (name == "op_families.inc" ? "/" : "/src/") + name;
+        make_dirs(path.substr(0, path.rfind('/')));
+        write_text(path, host_sources::get(name));
+    }
+}
+
 static std::string io_table(const Graph& g, const std::vector<int>& ids, const char* name,
                             const std::vector<int64_t>& bounds) {
     std::ostringstream s;
@@ -128,10 +155,10 @@ EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& 
                         "' has no elements: generated programs take non-empty inputs");
     for (const std::vector<int>* ids : {&g.inputs, &g.outputs})
         for (int id : *ids)
-            if (!device_computable(g.values[id].dtype))
+            if (ggml_type_for(g.values[id].dtype) == GGML_TYPE_COUNT || g.values[id].dtype == DType::BF16)
                 unsupported(g.path + ": graph " + (ids == &g.inputs ? "input '" : "output '") + g.values[id].name +
                             "' has dtype " + dtype_name(g.values[id].dtype) +
-                            ": generated programs take float32, bool, int32 and int64 tensors (`run` takes all)");
+                            ": generated programs take the numeric dtypes of .npy files (`run` takes all)");
     auto bg = build_graph(g, true, weight_rules);
     Builder& b = *bg->b;
     for (size_t k = 0; k < g.outputs.size(); ++k)
@@ -151,7 +178,10 @@ EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& 
       << "constexpr int n_outputs = " << g.outputs.size() << ";\n"
       << "constexpr int n_weights = " << b.weights.size() << ";\n"
       << "constexpr size_t max_tensors = " << bg->max_tensors << ";\n"
-      << "constexpr size_t graph_size = " << bg->graph_size << ";\n\n"
+      << "constexpr size_t graph_size = " << bg->graph_size << ";\n"
+      << "// nodes computed by onnx2ggml's host evaluators (o2g_host.h); their records are in model.gguf\n"
+      << "constexpr int n_host_kernels = " << b.host_kernels.size() << ";\n"
+      << (b.host_kernels.empty() ? "" : "#define O2G_HOST_KERNELS 1\n") << "\n"
       << io_table(g, g.inputs, "inputs", b.index_bound) << "\n"
       << io_table(g, g.outputs, "outputs", {}) << "\n"
       << "// Builds the graph: w = weights (w0.. in model.gguf), in = inputs (created here), out = outputs.\n"
@@ -161,7 +191,8 @@ EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& 
     std::ostringstream m;
     m << "// Generated by onnx2ggml from " << cpp_comment_text(model_path) << ". Do not edit.\n"
       << "// One ggml call per line; comments name the ONNX node each block comes from.\n"
-      << "#include <cmath>\n#include \"model.h\"\n#include \"o2g_kernels.h\"\n\n"
+      << "#include <cmath>\n#include \"model.h\"\n#include \"o2g_kernels.h\"\n"
+      << (b.host_kernels.empty() ? "" : "#include \"o2g_host.h\"\n") << "\n"
       << "void model::build(ggml_context * ctx, ggml_tensor ** w, ggml_tensor ** in, ggml_tensor ** out) {\n"
       << "    (void)w;\n";
     for (const auto& line : b.lines) {
@@ -178,6 +209,7 @@ EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& 
     write_text(outdir + "/o2g_kernels.h", templates::get("o2g_kernels.h"));
     write_text(outdir + "/o2g_onednn.h", templates::get("o2g_onednn.h"));
     write_text(outdir + "/o2g_runtime.h", templates::get("o2g_runtime.h"));
+    write_host_sources(outdir, !b.host_kernels.empty());
     std::string cm = templates::get("CMakeLists.txt");
     const std::string key = "@GGML_SOURCE_DIR@";
     for (size_t p; (p = cm.find(key)) != std::string::npos;) cm.replace(p, key.size(), ONNX2GGML_GGML_DIR);
@@ -189,7 +221,10 @@ EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& 
         {"onnx2ggml.producer", g.producer},
         {"onnx2ggml.version", ONNX2GGML_VERSION " (commit " ONNX2GGML_COMMIT ")"}};
     meta.insert(meta.end(), model_meta.strings.begin(), model_meta.strings.end());
-    write_gguf(outdir + "/model.gguf", b.weights, meta, model_meta.arrays);
+    std::vector<std::pair<std::string, std::string>> blobs;
+    for (size_t k = 0; k < b.host_kernels.size(); ++k)
+        blobs.emplace_back(gguf_keys::host_kernel + std::to_string(k), save_host_kernel(*b.host_kernels[k]));
+    write_gguf(outdir + "/model.gguf", b.weights, meta, model_meta.arrays, blobs);
 
     EmitReport r;
     r.weights = b.weights.size();

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "lower/host_kernel.h"
 #include "util/error.h"
 
 namespace onnx2ggml::core {
@@ -137,15 +138,21 @@ ggml_tensor* Builder::weight(const Tensor& host, ggml_type type, const std::stri
     return t;
 }
 
-ggml_tensor* Builder::custom(ggml_type type, const int64_t ne[4], std::vector<ggml_tensor*> args, ggml_custom_op_t fun,
-                             void* userdata) {
-    if (record_) internal_error("a host kernel in a recorded program");
+ggml_tensor* Builder::custom(ggml_type type, const int64_t ne[4], std::vector<ggml_tensor*> args,
+                             std::shared_ptr<HostKernel> k) {
     reserve(ctx);
-    // every thread of the CPU backend enters (a host kernel keeps the others blocked inside, or shares work with
-    // them): with one task, a split holding only this node would run it on one thread while the other waits
-    // for OpenMP's next parallel region spinning against it
-    return ggml_custom_4d(ctx, type, ne[0], ne[1], ne[2], ne[3], args.data(), int(args.size()), fun,
-                          GGML_N_TASKS_MAX, userdata);
+    ggml_tensor* r = host_kernel_node(ctx, k.get(), type, ne, args);
+    if (record_) {
+        std::string line = "ggml_tensor * t" + std::to_string(next_) + " = o2g_host::kernel(ctx, " +
+                           std::to_string(host_kernels.size()) + ", " + fmt(type);
+        for (int i = 0; i < 4; ++i) line += ", " + fmt(ne[i]);
+        line += ", {";
+        for (size_t i = 0; i < args.size(); ++i) line += (i ? ", " : "") + var(args[i]);
+        lines.push_back(line + "});");
+        vars_[r] = "t" + std::to_string(next_++);
+    }
+    host_kernels.push_back(std::move(k));
+    return r;
 }
 
 ggml_tensor* Builder::input(int index, ggml_type type, const int64_t ne[4], const std::string& onnx_name) {

@@ -73,9 +73,10 @@ public:
         false;  // `compare --no-inplace`: no node writes onto another node's output (see LowerCtx::sole_reader)
     std::vector<ggml_tensor*> values;   // after lower_graph: value id -> the ggml tensor that holds it (nullptr: none)
     std::vector<std::string> node_ops;  // graph node index -> the ggml ops its lowering made ("" if none)
-    // A host kernel's node (lower/host_kernel.h): a ggml custom op; never recorded (compile refuses host kernels).
-    ggml_tensor* custom(ggml_type type, const int64_t ne[4], std::vector<ggml_tensor*> args, ggml_custom_op_t fun,
-                        void* userdata);
+    // A host kernel's node (lower/host_kernel.h): a ggml custom op; recorded as o2g_host::kernel(ctx, K, ...) with K
+    // its index in host_kernels (codegen stores their records in the GGUF file).
+    ggml_tensor* custom(ggml_type type, const int64_t ne[4], std::vector<ggml_tensor*> args,
+                        std::shared_ptr<HostKernel> k);
     std::vector<std::shared_ptr<HostKernel>> host_kernels;  // owned here: the graph's custom ops point at them
     ggml_tensor* input(int index, ggml_type type, const int64_t ne[4], const std::string& onnx_name);
     void name(ggml_tensor* t, const std::string& onnx_name);

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <utility>
 
+#include "ir/serialize.h"
 #include "lower/lower.h"
 #include "ops/op.h"
 
@@ -130,6 +131,61 @@ void host_parallel_for(int64_t n, const std::function<void(int64_t)>& fn) {
     if (t->error) std::rethrow_exception(std::exchange(t->error, nullptr));
 }
 
+std::string save_host_kernel(const HostKernel& k) {
+    ByteWriter w;
+    w.str("o2g host kernel 1");
+    w.graph(k.node_graph);
+    w.u64(k.arg_input.size());
+    for (int i : k.arg_input) w.i64(i);
+    w.i64(k.out);
+    w.str(k.node_desc);
+    return w.bytes;
+}
+
+std::shared_ptr<HostKernel> load_host_kernel(const std::string& bytes, const std::string& what) {
+    ByteReader r(bytes, what);
+    if (r.str() != "o2g host kernel 1") r.malformed("not a host kernel record of this onnx2ggml version");
+    auto k = std::make_shared<HostKernel>();
+    k->node_graph = r.graph();
+    if (k->node_graph.nodes.size() != 1) r.malformed("a host kernel of " + std::to_string(k->node_graph.nodes.size()) + " nodes");
+    const Node& n = k->node_graph.nodes[0];
+    for (int64_t m = r.count(8); m > 0; --m) {
+        int64_t i = r.i64();
+        if (i < 0 || i >= int64_t(n.inputs.size()) || n.inputs[i] < 0) r.malformed("a host kernel argument out of range");
+        k->arg_input.push_back(int(i));
+    }
+    int64_t out = r.i64();
+    if (out < 0 || out >= int64_t(n.outputs.size()) || n.outputs[out] < 0) r.malformed("a host kernel output out of range");
+    k->out = int(out);
+    k->node_desc = r.str();
+    if (!r.at_end()) r.malformed("bytes after the host kernel");
+    k->def = Registry::get().find(n.domain, n.op_type);
+    if (!k->def || !k->def->eval)
+        bad_input(what + ": no host evaluator for operator " + (n.domain.empty() ? "" : n.domain + ".") + n.op_type);
+    return k;
+}
+
+ggml_tensor* host_kernel_node(ggml_context* ctx, HostKernel* k, ggml_type type, const int64_t ne[4],
+                              std::vector<ggml_tensor*> args) {
+    // every thread of the CPU backend enters (a host kernel keeps the others blocked inside, or shares work with
+    // them): with one task, a split holding only this node would run it on one thread while the other waits
+    // for OpenMP's next parallel region spinning against it
+    return ggml_custom_4d(ctx, type, ne[0], ne[1], ne[2], ne[3], args.data(), int(args.size()), run_host_kernel,
+                          GGML_N_TASKS_MAX, k);
+}
+
+bool take_host_kernel_error(const std::vector<std::shared_ptr<HostKernel>>& kernels, int* code, std::string* msg) {
+    for (auto& k : kernels) {
+        std::lock_guard<std::mutex> l(k->m);
+        if (!k->error.empty()) {
+            *code = k->error_code;
+            *msg = std::exchange(k->error, std::string());
+            return true;
+        }
+    }
+    return false;
+}
+
 void lower_on_host(LowerCtx& c, const std::string& why) {
     const Node& node = c.node();
     const OpDef* def = Registry::get().find(node.domain, node.op_type);
@@ -140,11 +196,6 @@ void lower_on_host(LowerCtx& c, const std::string& why) {
     for (int i = 0; i < c.nout(); ++i)
         if (c.has_out(i) && shape_numel(c.out(i).shape) == 0)
             c.fail_unsupported(why + " (and its zero-size output '" + c.out(i).name + "' cannot be a ggml tensor)");
-    if (c.b.recording())
-        c.fail_unsupported(
-            why +
-            "; `run` and `check` compute this node with onnx2ggml's host kernel, which `compile` cannot emit yet");
-
     // the node alone, with its constant inputs; the others come from ggml at run time
     Graph ng;
     ng.path = c.graph().path;
@@ -185,9 +236,7 @@ void lower_on_host(LowerCtx& c, const std::string& why) {
         k->out = i;
         k->node_desc = c.where();
         auto ne = to_ne(c.out(i).shape);
-        ggml_tensor* t = c.b.custom(ggml_type_for(c.out(i).dtype), ne.data(), args, run_host_kernel, k.get());
-        c.b.host_kernels.push_back(k);
-        c.set(i, t);
+        c.set(i, c.b.custom(ggml_type_for(c.out(i).dtype), ne.data(), args, k));
     }
 }
 

@@ -4,13 +4,14 @@
 // on the CPU, at run time. The value is exact in the node's own dtype: nothing is computed
 // in a lower precision than the model asks for.
 //
-// Host kernels exist in the in-process runtime (`run`, `check`, the API) only: the code
-// generator refuses them with a clear message, since the generated program does not carry
-// onnx2ggml's evaluators.
+// `compile` emits a host kernel as a call of o2g_host::kernel (src/codegen/template/o2g_host.cpp): the
+// kernel's record (save_host_kernel) goes into model.gguf, and the generated project builds the evaluators
+// from the sources that onnx2ggml ships with it (OUTDIR/o2g_host/), so it computes the same bits as `run`.
 #pragma once
 #include <condition_variable>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -48,6 +49,17 @@ struct HostKernel {
     std::string error;
     HostTeam team;
 };
+
+// The kernel as bytes (its node graph with the constant inputs, which node inputs the ggml sources hold, its
+// output, its description) and back; load_host_kernel finds the operator in the registry and throws
+// Error(kExitBadInput) naming `what` on a malformed record.
+std::string save_host_kernel(const HostKernel& k);
+std::shared_ptr<HostKernel> load_host_kernel(const std::string& bytes, const std::string& what);
+// The ggml node that computes k (a custom op entered by every thread of the CPU backend); k outlives the graph.
+ggml_tensor* host_kernel_node(ggml_context* ctx, HostKernel* k, ggml_type type, const int64_t ne[4],
+                              std::vector<ggml_tensor*> args);
+// The first run-time error of any of `kernels` (e.g. an index out of range in the data), cleared: false if none.
+bool take_host_kernel_error(const std::vector<std::shared_ptr<HostKernel>>& kernels, int* code, std::string* msg);
 
 // fn(0) ... fn(n - 1), shared with the other threads of the host kernel being computed (in any order,
 // concurrently); in a loop on the calling thread elsewhere (folding) or with one thread. Rethrows the

@@ -65,6 +65,7 @@ constexpr const char* weights = "onnx2ggml.weights";               // --weights 
 constexpr const char* rules = "onnx2ggml.weight_rules";            // array: "REGEX=TYPE"
 constexpr const char* onnx_names = "onnx2ggml.tensor.onnx_names";  // array: per tensor ("" for derived constants)
 constexpr const char* transposed = "onnx2ggml.tensor.transposed";  // array of uint8: per tensor
+constexpr const char* host_kernel = "onnx2ggml.host_kernel.";     // + K: array of uint8, host kernel K's record
 }  // namespace gguf_keys
 
 // A GGUF's tensors (header only; the data is read per weight, when uploaded).

@@ -469,14 +469,9 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) {
     if (sched_ && threads_ <= 0) o2g_runtime::set_threads_now(backend_, cpu_);  // cores free now
     if (sched_ && ggml_backend_sched_graph_compute(sched_, bg_->gf) != GGML_STATUS_SUCCESS)
         fail(kExitInternal, "graph compute failed");
-    for (auto& k : bg_->b->host_kernels) {  // a host kernel that failed (e.g. an index out of range in the data)
-        std::lock_guard<std::mutex> l(k->m);
-        if (!k->error.empty()) {
-            std::string msg = k->error;
-            k->error.clear();
-            fail(k->error_code, msg);
-        }
-    }
+    int code = 0;  // a host kernel that failed (e.g. an index out of range in the data)
+    std::string msg;
+    if (take_host_kernel_error(bg_->b->host_kernels, &code, &msg)) fail(code, msg);
     std::vector<Tensor> outs;
     for (size_t k = 0; k < g_.outputs.size(); ++k) {
         const Value& v = g_.values[g_.outputs[k]];

@@ -89,19 +89,26 @@ def main():
         shutil.rmtree(a.work, ignore_errors=True)
 
 
-def check_compiled(a, model, in_args, got):
-    gen = os.path.join(a.work, "gen")
-    sh([a.bin, "compile", model, "-o", gen, "--weights", a.weights])
+def build_project(gen, pure_ggml, work):
+    """Builds the generated project in GEN/build (its program: GEN/build/model); pure_ggml: without oneDNN, the
+    kernels of `run --backend cpu`. The ggml objects are shared by every project through ccache (next to WORK)."""
     cfg = ["cmake", "-S", gen, "-B", os.path.join(gen, "build"), "-DCMAKE_BUILD_TYPE=Release"]
-    if a.backend == "cpu":  # pure ggml: the same kernels as `run --backend cpu`
+    if pure_ggml:
         cfg.append("-DO2G_ONEDNN=OFF")
     env = dict(os.environ)
     if shutil.which("ccache"):  # every generated project builds the same ggml: share the objects
         cfg += ["-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
-        env.setdefault("CCACHE_DIR", os.path.join(os.path.dirname(os.path.abspath(a.work)), "ccache"))
+        env.setdefault("CCACHE_DIR", os.path.join(os.path.dirname(os.path.abspath(work)), "ccache"))
         env.setdefault("CCACHE_NOHASHDIR", "1")
     sh(cfg, env=env)
     sh(["cmake", "--build", os.path.join(gen, "build"), "-j", str(os.cpu_count() or 2)], env=env)
+    return os.path.join(gen, "build", "model")
+
+
+def check_compiled(a, model, in_args, got):
+    gen = os.path.join(a.work, "gen")
+    sh([a.bin, "compile", model, "-o", gen, "--weights", a.weights])
+    build_project(gen, a.backend == "cpu", a.work)
     comp_dir = os.path.join(a.work, "compiled")
     os.makedirs(comp_dir)
     sh([os.path.join(gen, "build", "model"), *in_args, "--output-dir", comp_dir, "--threads", a.threads, "--backend", a.backend])

@@ -266,9 +266,6 @@ ge_idx = numpy_helper.from_array(np.array([[7, 0, 0]], np.int64), "i")
 case("host kernel: index out of range found at run time",
      run(single("ge_host.onnx", helper.make_node("GatherElements", ["x", "i"], ["y"], name="ge"), [vi("x", [2, 3], TensorProto.INT32)], [ge_idx])), 2,
      r"ge_host\.onnx: node 'ge' \(GatherElements\).* at run time: index 7 out of range")
-case("compile refuses a host kernel", ["compile", single("add_i32.onnx", helper.make_node("Add", ["x", "x"], ["y"], name="addi"),
-                                                         [vi("x", [2], TensorProto.INT32)]), "-o", path("add_i32_out")], 3,
-     r"addi.*`compile` cannot emit yet")
 
 # control flow is resolved at compile time
 def branch(out, value):

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "gguf.h"
+#include "ir/serialize.h"
 #include "lower/builder.h"
 #include "lower/layout.h"
 #include "lower/weights.h"
@@ -203,6 +204,63 @@ TEST(Gguf, RoundTrip) {
     gguf_free(g);
     ggml_free(rctx);
     ggml_free(ctx);
+}
+
+// A graph record (ir/serialize.h: how compile carries a host kernel's node into model.gguf) reads back as the same
+// graph, every attribute kind and constant dtype included; every truncation and a bad magic are errors (exit 2).
+TEST(GraphRecord, RoundTripAndTruncation) {
+    Graph sub;
+    sub.name = "body";
+    sub.values.push_back(Value{});
+    sub.values[0].name = "s";
+    sub.values[0].dtype = DType::F32;
+    sub.outputs = {0};
+    sub.free_vars = {"outer"};
+    Graph g;
+    g.path = "m.onnx", g.name = "main", g.ir_version = 8, g.producer = "test", g.opsets = {{"", 17}, {"com.x", 1}};
+    for (const char* n : {"x", "k", "names", "y", "z"}) g.values[g.value_id(n)].name = n;
+    g.values[0].dtype = DType::I32, g.values[0].shape = {2, 3}, g.values[0].has_shape = true;
+    g.values[0].dim_params = {"batch", ""};
+    g.values[1].constant = Tensor::from_i64({7, -1}, {2});
+    g.values[2].constant = Tensor::from_strings({"a", "", "\xce\xbb"}, {3});
+    g.values[3].producer = 0, g.values[3].seq = std::vector<int>{0, 1};
+    g.values[4].producer = 0, g.values[4].is_initializer = false;
+    Node n;
+    n.name = "n0", n.op_type = "TopK", n.domain = "", n.inputs = {0, -1, 1}, n.outputs = {3, 4};
+    Attr a;
+    a.kind = Attr::Float, a.f = -0.5f;
+    n.attrs["f"] = a;
+    a = Attr{}, a.kind = Attr::Ints, a.ints = {1, -2, INT64_MAX};
+    n.attrs["ints"] = a;
+    a = Attr{}, a.kind = Attr::Strings, a.strings = {"p", "q"};
+    n.attrs["strings"] = a;
+    a = Attr{}, a.kind = Attr::TensorK, a.t = random_tensor(DType::F32, {2, 2}, 1);
+    n.attrs["t"] = a;
+    a = Attr{}, a.kind = Attr::Graph, a.g = std::make_shared<Graph>(sub);
+    n.attrs["g"] = a;
+    a = Attr{}, a.kind = Attr::Floats, a.floats = {1.5f, NAN};
+    n.attrs["floats"] = a;
+    g.nodes.push_back(n);
+    g.inputs = {0}, g.outputs = {3, 4};
+    g.declared_outputs = {g.values[3]};
+    g.float64 = true, g.max_eval_work = 123.0;
+
+    std::string bytes = save_graph(g);
+    Graph r = load_graph(bytes, "rec");
+    EXPECT_EQ(save_graph(r), bytes);  // every field read back (the writer writes all of them)
+    EXPECT_EQ(r.nodes[0].attrs.at("g").g->free_vars, std::vector<std::string>{"outer"});
+    EXPECT_EQ(r.values[2].constant->strings()[2], "\xce\xbb");
+    EXPECT_EQ(r.values[1].constant->to_i64(), (std::vector<int64_t>{7, -1}));
+    EXPECT_EQ(r.by_name.at("z"), 4);
+    for (size_t len = 0; len < bytes.size(); ++len) {
+        try {
+            load_graph(bytes.substr(0, len), "rec");
+            ADD_FAILURE() << "a record cut at " << len << " bytes was read";
+        } catch (const Error& e) { EXPECT_EQ(e.code, kExitBadInput); }
+    }
+    std::string bad = bytes;
+    bad[0] ^= 1;
+    EXPECT_THROW(load_graph(bad, "rec"), Error);
 }
 
 TEST(CodegenText, LiteralsAndCommentsAreInert) {

@@ -2,7 +2,8 @@
 // `onnx2ggml run`:  ./model --input NAME=FILE.npy ... [--output-dir DIR] [--threads N]
 //                   [--backend NAME] [--weights model.gguf] [--version]
 // With --output-dir: one .npy per output and outputs.json there; without: a summary line per output
-// on stdout, nothing written. Exit codes: 0 ok, 2 bad usage or input.
+// on stdout, nothing written. Exit codes: 0 ok, 2 bad usage or input; a host kernel's run-time error (o2g_host.h)
+// exits with onnx2ggml's code for it (2 bad input data, 3 a value onnx2ggml cannot hold).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +22,9 @@
 #include "o2g_info.h"
 #include "o2g_onednn.h"
 #include "o2g_runtime.h"
+#ifdef O2G_HOST_KERNELS
+#include "o2g_host.h"
+#endif
 
 #ifndef MODEL_GGUF_DEFAULT
 #define MODEL_GGUF_DEFAULT "model.gguf"
@@ -50,32 +54,35 @@ static std::string json_escape(const std::string& s) {
 static void print_summary(const char* name, const npy::Array& a) {
     size_t n = 1;
     for (int64_t d : a.shape) n *= size_t(d);
+    const size_t item = npy::item_size(a.descr);
     auto at = [&](size_t i) -> double {
-        if (a.descr == "<f4") {
-            float x;
-            std::memcpy(&x, a.data.data() + 4 * i, 4);
-            return x;
-        }
-        if (a.descr == "<i8") {
-            int64_t x;
-            std::memcpy(&x, a.data.data() + 8 * i, 8);
-            return double(x);
-        }
-        if (a.descr == "<i4") {
-            int32_t x;
-            std::memcpy(&x, a.data.data() + 4 * i, 4);
-            return x;
-        }
-        return a.data[i] ? 1.0 : 0.0;  // |b1
+        const uint8_t* p = a.data.data() + item * i;
+        auto get = [p](auto v) {
+            std::memcpy(&v, p, sizeof v);
+            return double(v);
+        };
+        if (a.descr == "<f4") return get(float());
+        if (a.descr == "<f8") return get(double());
+        if (a.descr == "<f2") return double(ggml_fp16_to_fp32(ggml_fp16_t(get(uint16_t()))));
+        if (a.descr == "<i8") return get(int64_t());
+        if (a.descr == "<i4") return get(int32_t());
+        if (a.descr == "<i2") return get(int16_t());
+        if (a.descr == "|i1") return get(int8_t());
+        if (a.descr == "<u8") return get(uint64_t());
+        if (a.descr == "<u4") return get(uint32_t());
+        if (a.descr == "<u2") return get(uint16_t());
+        return get(uint8_t());  // |u1, |b1
     };
     static const std::map<std::string, const char*> dtypes = {
-        {"<f4", "float32"}, {"<i8", "int64"}, {"<i4", "int32"}, {"|b1", "bool"}};
+        {"<f4", "float32"}, {"<f8", "float64"}, {"<f2", "float16"}, {"<i8", "int64"}, {"<i4", "int32"},
+        {"<i2", "int16"},   {"|i1", "int8"},    {"<u8", "uint64"},  {"<u4", "uint32"}, {"<u2", "uint16"},
+        {"|u1", "uint8"},   {"|b1", "bool"}};
     auto dt = dtypes.find(a.descr);
     std::string line = std::string(name) + ": " + (dt != dtypes.end() ? dt->second : a.descr.c_str()) + " [";
     for (size_t i = 0; i < a.shape.size(); ++i) line += (i ? "," : "") + std::to_string(a.shape[i]);
     line += "]";
     char buf[64];
-    if (n > 0 && a.data.size() >= n * npy::item_size(a.descr)) {
+    if (n > 0 && a.data.size() >= n * item) {
         double lo = at(0), hi = lo, sum = 0;
         for (size_t i = 0; i < n; ++i) lo = std::min(lo, at(i)), hi = std::max(hi, at(i)), sum += at(i);
         snprintf(buf, sizeof buf, " min=%.6g max=%.6g mean=%.6g", lo, hi, sum / double(n));
@@ -152,6 +159,9 @@ int main(int argc, char** argv) {
     gguf_context* gg = gguf_init_from_file(weights.c_str(), gp);
     if (!gg) die(weights + ": cannot read GGUF weights");
     if (gguf_get_n_tensors(gg) != model::n_weights) die(weights + ": wrong number of weights for this model");
+#ifdef O2G_HOST_KERNELS
+    if (std::string e = o2g_host::load(gg, weights, model::n_host_kernels); !e.empty()) die(e);
+#endif
     std::vector<ggml_tensor*> w(model::n_weights + 1, nullptr);
     for (int i = 0; i < model::n_weights; ++i) {
         std::string n = "w" + std::to_string(i);
@@ -199,8 +209,8 @@ int main(int argc, char** argv) {
 
     for (int k = 0; k < model::n_inputs; ++k) {
         npy::Array& a = in_data[k];
-        if (!in[k]->buffer) continue;        // the graph only uses the input's shape
-        if (in[k]->type == GGML_TYPE_I32) {  // integer inputs are held as int32
+        if (!in[k]->buffer) continue;  // the graph only uses the input's shape
+        if (model::inputs[k].onnx_dtype == 6 || model::inputs[k].onnx_dtype == 7) {  // held as int32
             std::vector<int32_t> v(ggml_nelements(in[k]));
             for (size_t i = 0; i < v.size(); ++i) {
                 int64_t x;
@@ -223,12 +233,20 @@ int main(int argc, char** argv) {
         } else if (a.descr == "|b1") {  // booleans are 0/1 floats on the device
             std::vector<float> v(a.data.begin(), a.data.end());
             ggml_backend_tensor_set(in[k], v.data(), 0, ggml_nbytes(in[k]));
-        } else {
+        } else {  // float32, and the dtypes held bit for bit (float64, float16, int8, uint8, ...: host kernels read them)
+            if (a.data.size() != ggml_nbytes(in[k])) die(std::string("input '") + model::inputs[k].name + "': wrong size");
             ggml_backend_tensor_set(in[k], a.data.data(), 0, ggml_nbytes(in[k]));
         }
     }
     if (threads <= 0) o2g_runtime::set_threads_now(backend, cpu);
     if (ggml_backend_sched_graph_compute(sched, gf) != GGML_STATUS_SUCCESS) die("graph compute failed");
+#ifdef O2G_HOST_KERNELS
+    int code = 2;
+    if (std::string e = o2g_host::take_error(&code); !e.empty()) {
+        fprintf(stderr, "error: %s\n", e.c_str());
+        exit(code);
+    }
+#endif
 
     if (!out_dir.empty()) {  // mkdir -p: the output folder and its parents
         std::error_code ec;
@@ -249,11 +267,7 @@ int main(int argc, char** argv) {
             ggml_backend_tensor_get(out[k], v.data(), 0, size_t(n) * 4);
             a.descr = "|b1";
             for (float x : v) a.data.push_back(x != 0);
-        } else if (out[k]->type == GGML_TYPE_F32) {
-            a.descr = "<f4";
-            a.data.resize(size_t(n) * 4);
-            ggml_backend_tensor_get(out[k], a.data.data(), 0, a.data.size());
-        } else {
+        } else if (out[k]->type == GGML_TYPE_I32 && (info.onnx_dtype == 6 || info.onnx_dtype == 7)) {
             std::vector<int32_t> v(n);
             ggml_backend_tensor_get(out[k], v.data(), 0, size_t(n) * 4);
             a.descr = info.onnx_dtype == 7 ? "<i8" : "<i4";
@@ -264,6 +278,11 @@ int main(int argc, char** argv) {
                     std::memcpy(a.data.data() + 8 * i, &x, 8);
                 } else std::memcpy(a.data.data() + 4 * i, &v[i], 4);
             }
+        } else {  // float32, and the dtypes held bit for bit
+            a.descr = npy::descr_of(info.onnx_dtype);
+            a.data.resize(ggml_nbytes(out[k]));
+            if (a.data.size() != size_t(n) * npy::item_size(a.descr)) die(std::string("output '") + info.name + "': wrong size");
+            ggml_backend_tensor_get(out[k], a.data.data(), 0, a.data.size());
         }
         if (out_dir.empty()) {
             print_summary(info.name, a);
