@@ -44,6 +44,8 @@ options:
   --backend NAME           onnx2ggml backend: auto (default), cpu, or a ggml device name
   --threads N              CPU threads (default: the usable cores)
   --weights TYPE           storage of the UNet's and text encoder's weights: f32 (default), f16, q8_0, ...
+  --weights-rule REGEX=TYPE  per tensor, before --weights (repeatable, first match wins; onnx2ggml's rules,
+                           e.g. 'conv=q8_0' also quantizes the convolution kernels: docs/quantization.md)
   --save-latents F.npy     also write the final latents (before the VAE), float32 1x4xH/8xW/8
   --vae-tiling MODE        VAE decode in overlapping tiles, which bounds its memory: auto (default:
                            when the image has more pixels than 512x512), on, off
@@ -184,6 +186,7 @@ int run(int argc, char** argv) {
         else if (a == "--backend") o.backend = val();
         else if (a == "--threads") o.threads = int(num(0, 4096));
         else if (a == "--weights") o.weights = val();
+        else if (a == "--weights-rule") o.weight_rules.push_back(val());
         else if (a == "-o" || a == "--output") out = val();
         else if (a == "--save-latents") save_latents = val();
         else if (a == "--latents") latents = val();

@@ -97,7 +97,7 @@ Pipeline::Part& Pipeline::part(std::unique_ptr<Part>& slot, const char* name, bo
         SessionOptions o;
         o.backend = options_.backend;
         o.threads = options_.threads;
-        if (quantizable) o.weights = options_.weights;
+        if (quantizable) o.weights = options_.weights, o.weight_rules = options_.weight_rules;
         slot = std::make_unique<Part>(folder_ + "/" + name + "/model.onnx", o);
         load_ms_ += ms_since(t0);
     }

@@ -30,6 +30,7 @@ struct PipelineOptions {
     std::string backend = "auto";
     int threads = 0;
     std::string weights = "f32";  // --weights of the UNet and the text encoder (the VAE stays f32)
+    std::vector<std::string> weight_rules;  // --weights-rule of the same parts ("REGEX=TYPE")
     VaeTiling vae_tiling = VaeTiling::Auto;
     int vae_tile = 48;          // tile side, in latents (8 image pixels each): >= 8
     int vae_tile_overlap = 16;  // least overlap of neighbouring tiles, in latents: 0 <= overlap < vae_tile
