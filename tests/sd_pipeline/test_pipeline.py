@@ -163,7 +163,18 @@ def main():
     diff = np.abs(np.asarray(Image.open(other), dtype=np.int16) - np.asarray(Image.open(again), dtype=np.int16)).mean()
     check(diff > 1.0, f"another seed gives another image (mean |diff| {diff:.1f})")
 
+    # --weights-rule reaches the UNet: quantizing its convolution kernels too changes the image (q8_0 alone keeps
+    # them f32)
+    quant = {}
+    for tag, rule in (("q8", []), ("q8_conv", ["--weights-rule", "conv=q8_0"])):
+        quant[tag] = os.path.join(work, tag + ".png")
+        sh([sd_bin, "txt2img", "--model", folder, "-o", quant[tag], "--quiet", "--sampler", "euler", "--seed", "7",
+            "--steps", "2", "--weights", "q8_0"] + rule + base[:4] + ["--width", "128", "--height", "128"])
+    check(open(quant["q8"], "rb").read() != open(quant["q8_conv"], "rb").read(),
+          "--weights-rule conv=q8_0 changes the q8_0 image")
+
     bad = [
+        (["txt2img", "--model", folder, "--prompt", "x", "-o", other, "--weights-rule", "conv=q9_9"], "unknown type"),
         (["txt2img", "--model", os.path.join(work, "nowhere"), "--prompt", "x", "-o", other], "tokenizer"),
         (["txt2img", "--model", folder, "--prompt", "x", "-o", other, "--width", "100"], "multiples of 64"),
         (["txt2img", "--model", folder, "--prompt", "x", "-o", other, "--sampler", "plms"], "unknown sampler"),
