@@ -8,8 +8,9 @@ as bench/run_bench.py does (its helpers), and parity with PyTorch (tests/models/
 usage: bench/zoo.py [--models a,b,...] [--quick] [--skip-large] [--no-parity] [--rounds 3] [--repeat 2] [--threads 2]
                     [--table-only] [--no-write]
 --quick: the models tagged quick (a dozen architectures of distinct op patterns), 2 rounds.
-Results are kept per model in WORK/results.json: a run over some models updates their rows and
-the table lists every model measured so far (the load column tells the machine's state then).
+Results are kept per model in WORK/results.json (seeded from the table already in docs/performance.md when
+missing, as in a fresh clone): a run over some models updates their rows and the table lists every model
+measured so far (the load column tells the machine's state then).
 Models are exported into --work once (an existing export is reused).
 Needs: scripts/setup.sh --bench (onnxruntime-node in bench/node_modules), build/onnx2ggml.
 """
@@ -144,6 +145,32 @@ def table(a, zoo, results):
     return lines
 
 
+def seed_from_doc(path):
+    """The rows of the zoo table in `path` (docs/performance.md) as results.json holds them: a fresh clone's run over
+    some models then updates their rows and keeps the others (timings as rounded in the table)."""
+    text = open(path).read() if os.path.exists(path) else ""
+    i, j = text.find("<!-- zoo:begin"), text.find("<!-- zoo:end -->")
+    results = {}
+    for line in text[i:j].splitlines() if 0 <= i < j else []:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 10 or cells[0] in ("model", "---"):
+            continue
+        name, params, o2g, ort, _, mem, errs, runs, load, note = cells
+        row = {"params_m": float(params)}
+        for b, e in zip(("auto", "cpu"), errs.split(" / ")):
+            if e != "-":
+                row[f"ok_{b}"] = not e.endswith("FAIL")
+                row[f"err_{b}"] = None if e.startswith("FAIL") else float(e.split()[0])
+        if o2g == "-":
+            row["error"] = note
+        else:
+            o2g_mb, ort_mb = mem.split(" / ")
+            row.update(o2g_ms=float(o2g), ort_ms=float(ort), o2g_mb=float(o2g_mb), ort_mb=float(ort_mb), runs=int(runs),
+                       load=float(load))
+        results[name] = row
+    return results
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", help="comma-separated names (default: the whole zoo)")
@@ -174,7 +201,7 @@ def main():
         models = [n for n in models if "large" not in zoo[n]]
     os.makedirs(a.work, exist_ok=True)
     res_path = os.path.join(a.work, "results.json")
-    results = json.load(open(res_path)) if os.path.exists(res_path) else {}
+    results = json.load(open(res_path)) if os.path.exists(res_path) else seed_from_doc(a.out)
     for name in [] if a.table_only else models:
         row = measure(a, name)
         if a.no_parity:  # the parity of an earlier run stays
