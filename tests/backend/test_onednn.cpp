@@ -429,6 +429,17 @@ TEST(OneDNN, SoftmaxNorm) {
         return ggml_add(ctx, ggml_add(ctx, ggml_scale(ctx, a, 10.0f), ggml_scale(ctx, b, 7.0f)), n);
     });
 }
+// Row means (ggml_mean: a ReduceMean over the last axis, a CNN's global average pooling), of a contiguous tensor
+// and of a view whose rows are strided (part of each row of x)
+TEST(OneDNN, Mean) {
+    check([](ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn) {
+        ggml_tensor* x = input(ctx, ins, 49, 37, 3, 2);
+        ggml_tensor* a = ggml_mean(ctx, x);
+        ggml_tensor* b = ggml_mean(ctx, ggml_view_4d(ctx, x, 30, 37, 3, 2, x->nb[1], x->nb[2], x->nb[3], 4 * x->nb[0]));
+        for (ggml_tensor* t : {a, b}) dnn.push_back(t);
+        return ggml_concat(ctx, ggml_reshape_1d(ctx, a, ggml_nelements(a)), ggml_reshape_1d(ctx, b, ggml_nelements(b)), 0);
+    });
+}
 #else
 TEST(OneDNN, NotBuilt) { GTEST_SKIP() << "built without oneDNN (ONNX2GGML_ONEDNN=OFF)"; }
 #endif
