@@ -603,7 +603,7 @@ int cmd_compile(const Args& a) {
     EmitReport r = emit_project(g, a.outdir, a.model, rules, meta);
     std::cout
         << "wrote " << a.outdir << ": model.cpp (" << r.lines
-        << " lines), model.h, main.cpp, npy.h, o2g_info.h, o2g_kernels.h, o2g_onednn.h, CMakeLists.txt, model.gguf ("
+        << " lines), model.h, main.cpp, npy.h, o2g_info.h, o2g_kernels.h, onednn/, CMakeLists.txt, model.gguf ("
         << r.weights << " weights, " << r.weight_bytes << " bytes)\n"
         << "build: cmake -S " << a.outdir << " -B " << a.outdir << "/build && cmake --build " << a.outdir << "/build\n";
     return 0;

@@ -21,6 +21,7 @@ namespace onnx2ggml::core {
 
 namespace templates {
 const char* get(const std::string& name);
+const char* const* names();
 }
 namespace host_sources {  // the evaluators' sources (CMakeLists.txt: host_sources.cpp)
 const char* get(const std::string& name);
@@ -207,7 +208,9 @@ EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& 
     write_text(outdir + "/npy.h", templates::get("npy.h"));
     write_text(outdir + "/o2g_info.h", templates::get("o2g_info.h"));
     write_text(outdir + "/o2g_kernels.h", templates::get("o2g_kernels.h"));
-    write_text(outdir + "/o2g_onednn.h", templates::get("o2g_onednn.h"));
+    make_dirs(outdir + "/onednn");  // the oneDNN backend (src/backends/onednn/)
+    for (const char* const* n = templates::names(); *n; ++n)
+        if (std::string(*n).rfind("onednn/", 0) == 0) write_text(outdir + "/" + *n, templates::get(*n));
     write_text(outdir + "/o2g_runtime.h", templates::get("o2g_runtime.h"));
     write_host_sources(outdir, !b.host_kernels.empty());
     std::string cm = templates::get("CMakeLists.txt");

@@ -1,4 +1,4 @@
-// The oneDNN backend (src/codegen/template/o2g_onednn.h) against ggml's CPU backend, op by op, in the
+// The oneDNN backend (src/backends/onednn/) against ggml's CPU backend, op by op, in the
 // style of ggml's test-backend-ops: each case builds a small ggml graph of one pattern the lowering
 // emits (the in-place chains the backend fuses into one primitive, the private blocked layouts kept
 // between convolutions, strided matrix products, pooling with ceil padding), runs it once with the

@@ -45,7 +45,7 @@ inline void map2(ggml_tensor* dst, const ggml_tensor* a, const ggml_tensor* b, i
 // add's convolution). onnx2ggml marks a node so only when every reader of its output is one of
 // these, or a channel Concat whose readers all are (LowerCtx::joins_private: `b` is then a reader
 // of the Concat, which copies the private layout's bytes as they are): a backend may then keep the
-// tensor in a private layout (o2g_onednn.h: oneDNN's blocked layout, no reorders). The flags sit in op_params slots past every marked op's own (CONV_2D uses
+// tensor in a private layout (onednn/: oneDNN's blocked layout, no reorders). The flags sit in op_params slots past every marked op's own (CONV_2D uses
 // 6, POOL_2D 7); other backends ignore them.
 enum { kOutPrivate = 13, kInPrivate = 14, kResidualPrivate = 15 };
 inline ggml_tensor* conv_chain(ggml_context*, ggml_tensor* a, ggml_tensor* b) {
@@ -83,7 +83,7 @@ inline ggml_tensor* pool_2d_out(ggml_context* ctx, ggml_tensor* a, ggml_op_pool 
 }
 
 // `add` is ggml_add_inplace(conv output, r): makes r an input of the convolution too, so a graph
-// computes r first and a backend may run convolution and sum as one (o2g_onednn.h: a sum post-op).
+// computes r first and a backend may run convolution and sum as one (onednn/conv.h: a sum post-op).
 // ggml's CPU backend ignores the convolution's src[2].
 inline ggml_tensor* conv_residual(ggml_context*, ggml_tensor* add) {
     add->view_src->src[2] = add->src[1];
@@ -94,7 +94,7 @@ inline ggml_tensor* conv_residual(ggml_context*, ggml_tensor* add) {
 // MUL_MAT (the groups as the batch) -> CONT `out`. Marks the three and makes the convolution's input
 // x and kernel w inputs of `out` too (src[1], src[3]; src[2] stays free for o2g::conv_residual), so
 // that a backend may compute `out` as one grouped convolution from x and w and skip the other two
-// (o2g_onednn.h); ggml's CPU backend computes the three as they are and ignores the extra inputs.
+// (onednn/conv.h); ggml's CPU backend computes the three as they are and ignores the extra inputs.
 // The slot is past IM2COL's 7 parameters; `out` keeps the group count there.
 enum { kGroupedConv = 12 };
 inline ggml_tensor* grouped_conv(ggml_context*, ggml_tensor* out, ggml_tensor* x, ggml_tensor* w, int group) {
