@@ -378,8 +378,11 @@ TEST(OneDNN, Binary) {
         ggml_tensor* f = ggml_mul(ctx, e, input(ctx, ins, 37, 6, 1, 2));
         ggml_tensor* g = ggml_sub(ctx, f, x);
         ggml_tensor* h = ggml_div_inplace(ctx, g, ggml_exp(ctx, input(ctx, ins, 37, 6, 3, 2)));
-        for (ggml_tensor* n : {a, b, c, d, e, f, g, h}) dnn.push_back(n);
-        return h;
+        // src0 a view with strided rows (dims 1 and 2 swapped, dims 2 and 3)
+        ggml_tensor* i = ggml_div(ctx, ggml_permute(ctx, h, 0, 2, 1, 3), input(ctx, ins, 37, 3, 1, 1));
+        ggml_tensor* j = ggml_sub(ctx, ggml_permute(ctx, i, 0, 1, 3, 2), input(ctx, ins, 37, 3, 1, 6));
+        for (ggml_tensor* n : {a, b, c, d, e, f, g, h, i, j}) dnn.push_back(n);
+        return j;
     });
 }
 // A channel Concat as onnx2ggml lowers it: a fresh tensor and each part set in place into its slot (the

@@ -22,18 +22,20 @@ inline void channel_op(const ggml_tensor* op) {
     }
 }
 
-// ADD, SUB, MUL or DIV (F32, dense) of src0 and a src1 that repeats into it (each of src1's dims src0's or 1,
-// ggml's broadcast): residual sums, a bias over rows, per-row statistics, a squeeze-excitation block's
-// per-channel scale (src1's ne[0] 1: ggml's CPU kernels take each such row as ne[0] one-element operations,
-// 27% of efficientnet_b0's time in its 16 SE products), attention's position biases. On this backend so that
-// an elementwise step between oneDNN nodes does not split the graph between backends (a split costs more
-// than a small operation); the same float operation per element as ggml's, so the values are identical.
+// ADD, SUB, MUL or DIV (F32, dense output) of src0 and a dense src1 that repeats into it (each of src1's dims src0's
+// or 1, ggml's broadcast): residual sums, a bias over rows, per-row statistics, a squeeze-excitation block's per-
+// channel scale (src1's ne[0] 1: ggml's CPU kernels take each such row as ne[0] one-element operations, 27% of
+// efficientnet_b0's time in its 16 SE products), attention's position biases. src0 may be a view with strided rows
+// (its elements dense, as ggml's CPU kernels take it) (attention's query scaled after its heads were transposed out:
+// vit_b_16's 12 DIVs, each a scheduler split on ggml's CPU backend before). On this backend so that an elementwise
+// step between oneDNN nodes does not split the graph between backends (a split costs more than a small operation);
+// the same float operation per element as ggml's, so the values are identical.
 inline bool is_binary(const ggml_tensor* op) {
     const ggml_tensor* a = op->src[0];
     const ggml_tensor* b = op->src[1];
     bool binary = op->op == GGML_OP_ADD || op->op == GGML_OP_SUB || op->op == GGML_OP_MUL || op->op == GGML_OP_DIV;
     if (!binary || !a || !b || op->type != GGML_TYPE_F32 || a->type != GGML_TYPE_F32 || b->type != GGML_TYPE_F32 ||
-        !ggml_is_contiguous(op) || !ggml_is_contiguous(a) || !ggml_is_contiguous(b) || !ggml_are_same_shape(op, a))
+        !ggml_is_contiguous(op) || !ggml_is_contiguous(b) || !ggml_are_same_shape(op, a) || a->nb[0] != sizeof(float))
         return false;
     for (int d = 0; d < GGML_MAX_DIMS; ++d)
         if (b->ne[d] != 1 && b->ne[d] != op->ne[d]) return false;
@@ -41,8 +43,9 @@ inline bool is_binary(const ggml_tensor* op) {
 }
 template <class F>
 inline void binary_rows(const ggml_tensor* op, F f) {
+    const ggml_tensor* a = op->src[0];
     const ggml_tensor* b = op->src[1];
-    const float* x = static_cast<const float*>(op->src[0]->data);
+    const char* x = static_cast<const char*>(a->data);
     const float* s = static_cast<const float*>(b->data);
     float* y = static_cast<float*>(op->data);
     int64_t n0 = op->ne[0], n1 = op->ne[1], n2 = op->ne[2], rows = ggml_nrows(op);
@@ -51,7 +54,7 @@ inline void binary_rows(const ggml_tensor* op, F f) {
     for (int64_t r = 0; r < rows; ++r) {
         int64_t i1 = r % n1, i2 = r / n1 % n2, i3 = r / (n1 * n2);
         const float* br = s + (((i3 % b->ne[3]) * b->ne[2] + i2 % b->ne[2]) * b->ne[1] + i1 % b->ne[1]) * b->ne[0];
-        const float* xr = x + r * n0;
+        const float* xr = reinterpret_cast<const float*>(x + i1 * a->nb[1] + i2 * a->nb[2] + i3 * a->nb[3]);
         float* yr = y + r * n0;
         if (scalar) {
             float v = br[0];
