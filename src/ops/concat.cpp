@@ -168,8 +168,14 @@ O2G_OP_FAMILY(concat) {
             }
             ggml_tensor* acc = G(c.b, ggml_new_tensor_4d, type, ne[0], ne[1], ne[2], ne[3]);
             size_t offset = 0;
-            for (ggml_tensor* t : parts) {
+            bool slots_dense = true;  // each part's slot one run of bytes: nothing but 1s after the axis
+            for (int d = gd + 1; d < 4; ++d) slots_dense &= ne[d] == 1;
+            for (size_t k = 0, i = 0; k < parts.size(); ++k, ++i) {
+                while (c.shape(int(i))[a] == 0) ++i;  // (the input part k came from)
+                ggml_tensor* t = parts[k];
                 acc = G(c.b, ggml_set_inplace, acc, c.cont(t), acc->nb[1], acc->nb[2], acc->nb[3], offset);
+                if (slots_dense && !c.b.keep_values && c.sole_reader(int(i)) && c.conv_behind(int(i)))
+                    G(c.b, o2g::conv_into_slot, acc);
                 offset += size_t(t->ne[gd]) * acc->nb[gd];
             }
             if (rk == 4 && a == 1 && type == GGML_TYPE_F32) c.joins_private(acc);

@@ -398,6 +398,23 @@ TEST(OneDNN, SetSlots) {
         return ggml_scale(ctx, s2, 2.0f);
     });
 }
+// A channel Concat of two convolution branches whose SETs are marked o2g::conv_into_slot (squeezenet's fire
+// module): the convolutions write into their slots; a third part, not marked, is copied
+TEST(OneDNN, ConvIntoConcatSlots) {
+    check([](ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn) {
+        ggml_tensor* x = input(ctx, ins, 13, 11, 8, 1);
+        ggml_tensor* a = conv(ctx, ins, dnn, {13, 11, 8, 1, 16, 1, 1, 0}, x);
+        ggml_tensor* b = conv(ctx, ins, dnn, {13, 11, 8, 1, 16, 3}, x);
+        ggml_tensor* r = ggml_relu(ctx, input(ctx, ins, 13, 11, 5));
+        ggml_tensor* acc = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 13, 11, 37, 1);
+        ggml_tensor* s1 = o2g::conv_into_slot(ctx, ggml_set_inplace(ctx, acc, a, acc->nb[1], acc->nb[2], acc->nb[3], 0));
+        ggml_tensor* s2 = o2g::conv_into_slot(
+            ctx, ggml_set_inplace(ctx, s1, b, acc->nb[1], acc->nb[2], acc->nb[3], 16 * acc->nb[2]));
+        ggml_tensor* s3 = ggml_set_inplace(ctx, s2, r, acc->nb[1], acc->nb[2], acc->nb[3], 32 * acc->nb[2]);
+        for (ggml_tensor* n : {s1, s2, r, s3}) dnn.push_back(n);
+        return ggml_scale(ctx, s3, 2.0f);
+    });
+}
 // Transposes made contiguous (CONT of a permuted view): rows (ne[0] stays innermost), 32x32 tiles against
 // the dim contiguous in memory (ne[0] moved to dims 1, 2 and 3; sizes not multiples of 32), an element
 // gather (a strided column whose contiguous dim has size 1), and a ggml_cont_4d that reshapes as it copies

@@ -99,12 +99,18 @@ struct Walk {
         return activation_of(take([n](const ggml_tensor* m) { return is_conv_activation(m) && m->view_src == n; }));
     }
     // a convolution (conv_like) at node i: the bias add, residual sum and activation that follow are in
-    // place (same memory): one primitive; i moves to the last of them
+    // place (same memory): one primitive; i moves to the last of them. When the next node copies that output into
+    // its slot of a Concat that is its only reader (o2g::conv_into_slot), the convolution writes into the slot and
+    // the copy is skipped.
     void convolution(ggml_tensor* n) {
         const ggml_tensor* bias = bias_after(n);
         const ggml_tensor* r = take([n](const ggml_tensor* m) { return is_conv_residual(m) && m->view_src == n; });
         Activation act = activation_after(n);
-        conv2d(c, n, bias, r ? r->src[1] : nullptr, act, n->data);
+        void* out = n->data;
+        if (!padded_private(n))
+            if (const ggml_tensor* s = take([n](const ggml_tensor* m) { return is_slot_of(m, n); }))
+                out = static_cast<char*>(s->data) + s->op_params[3];
+        conv2d(c, n, bias, r ? r->src[1] : nullptr, act, out);
     }
     // a GROUP_NORM: its affine (MUL, then ADD) and SiLU in place after it, one pass
     void group_norm(ggml_tensor* n) {

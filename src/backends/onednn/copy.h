@@ -12,6 +12,24 @@ inline bool is_set(const ggml_tensor* op) {
     return op->op == GGML_OP_SET && op->op_params[4] == 1 && b && op->src[0] &&  // {nb1, nb2, nb3, offset, inplace}
            (op->type == GGML_TYPE_F32 || op->type == GGML_TYPE_I32) && b->type == op->type && ggml_is_contiguous(b);
 }
+// A SET marked by o2g::conv_into_slot that copies all of convolution n's output (in place on it) into one
+// contiguous slot: n may write there instead.
+inline bool is_slot_of(const ggml_tensor* op, const ggml_tensor* n) {
+    const ggml_tensor* b = op->src[1];
+    if (!is_set(op) || op->op_params[o2g::kIntoSlot] != 1 || b->data != n->data || ggml_nbytes(b) != ggml_nbytes(n))
+        return false;
+    size_t nb = ggml_element_size(b) * size_t(b->ne[0]);  // the slot's strides must be b's own (dense)
+    for (int d = 1; d < 4; ++d) {
+        if (b->ne[d] > 1 && size_t(op->op_params[d - 1]) != nb) return false;
+        nb *= size_t(b->ne[d]);
+    }
+    return true;
+}
+// Whether convolution n keeps its output in a private layout larger than ggml's tensor (channels padded to the
+// block: in a shadow, see private_memory)
+inline bool padded_private(const ggml_tensor* n) {
+    return n->op_params[o2g::kOutPrivate] == 1 && private_blocked(n->ne[2]) && n->ne[2] % channel_block() != 0;
+}
 inline void set_rows(const ggml_tensor* op) {
     const ggml_tensor* b = op->src[1];
     size_t nb1 = size_t(op->op_params[0]), nb2 = size_t(op->op_params[1]), nb3 = size_t(op->op_params[2]),

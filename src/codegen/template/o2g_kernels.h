@@ -90,6 +90,16 @@ inline ggml_tensor* conv_residual(ggml_context*, ggml_tensor* add) {
     return add;
 }
 
+// `set` is the ggml_set_inplace that copies a convolution's output (or the last in-place op on it) into its slot
+// of a Concat: marks it when the Concat is that output's only reader and the slot is one contiguous run of bytes
+// (a channel Concat at batch 1). A backend may then compute the convolution straight into the slot and skip the
+// copy (onednn/backend.h: squeezenet's and googlenet's branches); ggml's CPU backend copies as usual.
+enum { kIntoSlot = 11 };
+inline ggml_tensor* conv_into_slot(ggml_context*, ggml_tensor* set) {
+    set->op_params[kIntoSlot] = 1;
+    return set;
+}
+
 // A grouped convolution as onnx2ggml lowers it (ops/conv.cpp grouped_conv2d): IM2COL -> a batched
 // MUL_MAT (the groups as the batch) -> CONT `out`. Marks the three and makes the convolution's input
 // x and kernel w inputs of `out` too (src[1], src[3]; src[2] stays free for o2g::conv_residual), so
