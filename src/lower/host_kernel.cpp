@@ -45,7 +45,10 @@ void compute_host_kernel(ggml_tensor* dst, HostKernel* k) {
         Node& n = g.nodes[0];
         for (size_t j = 0; j < k->arg_input.size(); ++j) {
             Value& v = g.values[n.inputs[k->arg_input[j]]];
-            v.constant = from_storage(dst->src[j]->data, dst->src[j]->type, v.dtype, v.shape);
+            const ggml_tensor* s = dst->src[j];
+            if (!s || ggml_nelements(s) != shape_numel(v.shape) || s->type != ggml_type_for(v.dtype))
+                bad_input("input '" + v.name + "' does not match its ggml tensor (a record of another model?)");
+            v.constant = from_storage(s->data, s->type, v.dtype, v.shape);
         }
         OpCtx c(g, 0);
         k->def->eval(c);
@@ -149,7 +152,9 @@ std::shared_ptr<HostKernel> load_host_kernel(const std::string& bytes, const std
     k->node_graph = r.graph();
     if (k->node_graph.nodes.size() != 1) r.malformed("a host kernel of " + std::to_string(k->node_graph.nodes.size()) + " nodes");
     const Node& n = k->node_graph.nodes[0];
-    for (int64_t m = r.count(8); m > 0; --m) {
+    const int64_t args = r.count(8);
+    if (args > GGML_MAX_SRC) r.malformed("a host kernel of " + std::to_string(args) + " arguments");
+    for (int64_t m = args; m > 0; --m) {
         int64_t i = r.i64();
         if (i < 0 || i >= int64_t(n.inputs.size()) || n.inputs[i] < 0) r.malformed("a host kernel argument out of range");
         k->arg_input.push_back(int(i));
