@@ -39,7 +39,8 @@ NOTES = {
     "efficientnet_b0": "squeeze-excitation products and SiLU after depthwise convolutions are fused in the blocked layout "
                        "(this round: 9.0 -> 6.8 ms in A/B); left: the SE block's tiny 1x1 convolutions and global "
                        "pooling run nearly single-threaded (the second OpenMP thread waits ~1/3 of the run in perf)",
-    "mobilenet_v3_small": "as efficientnet_b0, and at 2 ms the ~230 nodes' dispatch shows",
+    "mobilenet_v3_small": "as efficientnet_b0; its many small nodes now run on one thread each (their parallel regions "
+                          "cost more than they saved: 1.30 -> 1.16 ms in A/B)",
     "shufflenet_v2_x1_0": "every block's channel shuffle (Reshape/Transpose/Reshape: a strided copy) and Split take the map "
                           "out of the blocked layout; ~365 ggml nodes for a 2-4 ms model",
     "alexnet": "its three fully connected layers (233 MB of weights at batch 1) are memory-bound matrix-vector products: "
