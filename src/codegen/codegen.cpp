@@ -102,13 +102,16 @@ void write_gguf(const std::string& path, const std::vector<Weight>& weights,
 }
 
 // o2g_host.h and o2g_host/ (the sources of onnx2ggml's host evaluators and o2g_host.cpp) for a graph with host
-// kernels; for one without, no o2g_host/ (one left by an earlier compile into the folder is removed)
+// kernels; for one without, neither (what an earlier compile into the folder left is removed)
 static void write_host_sources(const std::string& outdir, bool needed) {
     const std::string dir = outdir + "/o2g_host";
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
     if (ec) bad_input(dir + ": cannot remove the earlier host sources: " + ec.message());
-    if (!needed) return;
+    if (!needed) {
+        std::filesystem::remove(outdir + "/o2g_host.h", ec);  // (the model.cpp written now does not include it)
+        return;
+    }
     write_text(outdir + "/o2g_host.h", templates::get("o2g_host.h"));
     make_dirs(dir);
     write_text(dir + "/o2g_host.cpp", templates::get("o2g_host.cpp"));

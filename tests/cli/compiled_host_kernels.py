@@ -128,7 +128,8 @@ print("index out of range: exit 2 naming the node, in run and in the compiled pr
 # a model without host kernels compiled into the same folder: no evaluator sources
 tiny = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "tinycnn", "model.onnx")
 sh([BIN, "compile", tiny, "-o", gen])
-assert not os.path.exists(os.path.join(gen, "o2g_host")), "o2g_host/ left for a model without host kernels"
+assert not os.path.exists(os.path.join(gen, "o2g_host")) and not os.path.exists(os.path.join(gen, "o2g_host.h")), \
+    "o2g_host/ left for a model without host kernels"
 with open(os.path.join(gen, "model.h")) as f:
     assert "n_host_kernels = 0;" in f.read()
 print("a model without host kernels: no o2g_host/")
