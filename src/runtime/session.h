@@ -48,8 +48,8 @@ public:
     void begin(size_t max_tensors) override;
     uint64_t pending_bytes() const;
     void alloc(const o2g_runtime::WeightPlacement& place);  // the pending tensors' memory, where `place` says
-    void publish();                               // they hold their data: later graphs may use them
-    uint64_t bytes() const { return bytes_; }     // published
+    void publish();                                         // they hold their data: later graphs may use them
+    uint64_t bytes() const { return bytes_; }               // published
     size_t size() const { return published_.size(); }
     bool owns(ggml_backend_buffer_t b) const { return std::find(bufs_.begin(), bufs_.end(), b) != bufs_.end(); }
     // What a backend derives from these weights and keeps as long as they live (the oneDNN backend's
@@ -139,7 +139,7 @@ private:
     std::map<size_t, Tensor> host_outs_;  // outputs returned as host values (strings, wide int64 constants)
     ggml_backend_t backend_ = nullptr, cpu_ = nullptr;
     std::vector<ggml_backend_t> more_;  // the other RPC servers' devices (--backend rpc:A,rpc:B: A is backend_)
-    int threads_ = 0;  // SessionOptions::threads: 0 = taken again before every compute (o2g_runtime.h)
+    int threads_ = 0;                   // SessionOptions::threads: 0 = taken again before every compute (o2g_runtime.h)
     std::vector<ggml_backend_buffer_t> wbufs_;  // weights: on the backend, and in host memory (see init)
     ggml_backend_sched_t sched_ = nullptr;
     struct Prof;

@@ -125,7 +125,7 @@ struct Conv {
     int64_t W, H, C, N, OC, K;
     int s = 1, p = 1, d = 1;
     bool depthwise = false, bias = true;
-    int act = 1;        // 0 none, 1 ReLU, 2 CLAMP(0, 6)
+    int act = 1;       // 0 none, 1 ReLU, 2 CLAMP(0, 6)
     bool f16 = false;  // an F16 kernel (--weights f16)
 };
 
@@ -307,8 +307,8 @@ TEST(OneDNN, GroupedConv) {
         int64_t W, H, C, M, group, K, N;
         int s, p;
     };
-    for (Case q : {Case{14, 12, 64, 64, 4, 3, 1, 1, 1}, Case{15, 15, 48, 48, 6, 3, 2, 2, 1},
-                   Case{9, 11, 12, 24, 4, 1, 1, 1, 0}})
+    for (Case q :
+         {Case{14, 12, 64, 64, 4, 3, 1, 1, 1}, Case{15, 15, 48, 48, 6, 3, 2, 2, 1}, Case{9, 11, 12, 24, 4, 1, 1, 1, 0}})
         check([q](ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn) {
             ggml_tensor* x = input(ctx, ins, q.W, q.H, q.C, q.N);
             int64_t cg = q.C / q.group, mg = q.M / q.group;
@@ -407,9 +407,10 @@ TEST(OneDNN, ConvIntoConcatSlots) {
         ggml_tensor* b = conv(ctx, ins, dnn, {13, 11, 8, 1, 16, 3}, x);
         ggml_tensor* r = ggml_relu(ctx, input(ctx, ins, 13, 11, 5));
         ggml_tensor* acc = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 13, 11, 37, 1);
-        ggml_tensor* s1 = o2g::conv_into_slot(ctx, ggml_set_inplace(ctx, acc, a, acc->nb[1], acc->nb[2], acc->nb[3], 0));
-        ggml_tensor* s2 = o2g::conv_into_slot(
-            ctx, ggml_set_inplace(ctx, s1, b, acc->nb[1], acc->nb[2], acc->nb[3], 16 * acc->nb[2]));
+        ggml_tensor* s1 =
+            o2g::conv_into_slot(ctx, ggml_set_inplace(ctx, acc, a, acc->nb[1], acc->nb[2], acc->nb[3], 0));
+        ggml_tensor* s2 =
+            o2g::conv_into_slot(ctx, ggml_set_inplace(ctx, s1, b, acc->nb[1], acc->nb[2], acc->nb[3], 16 * acc->nb[2]));
         ggml_tensor* s3 = ggml_set_inplace(ctx, s2, r, acc->nb[1], acc->nb[2], acc->nb[3], 32 * acc->nb[2]);
         for (ggml_tensor* n : {s1, s2, r, s3}) dnn.push_back(n);
         return ggml_scale(ctx, s3, 2.0f);
@@ -457,7 +458,8 @@ TEST(OneDNN, Mean) {
         ggml_tensor* a = ggml_mean(ctx, x);
         ggml_tensor* b = ggml_mean(ctx, ggml_view_4d(ctx, x, 30, 37, 3, 2, x->nb[1], x->nb[2], x->nb[3], 4 * x->nb[0]));
         for (ggml_tensor* t : {a, b}) dnn.push_back(t);
-        return ggml_concat(ctx, ggml_reshape_1d(ctx, a, ggml_nelements(a)), ggml_reshape_1d(ctx, b, ggml_nelements(b)), 0);
+        return ggml_concat(ctx, ggml_reshape_1d(ctx, a, ggml_nelements(a)), ggml_reshape_1d(ctx, b, ggml_nelements(b)),
+                           0);
     });
 }
 #else

@@ -149,7 +149,9 @@ inline void compute_convolution(Walk& w, ggml_tensor* n) { w.convolution(n); }
 inline void compute_binary(Walk&, ggml_tensor* n) { binary(n); }
 inline void compute_eltwise(Walk& w, ggml_tensor* n) { eltwise(w.c, n); }
 // (a convolution's output may be in private_layout: activation() reads it so)
-inline void compute_activation(Walk& w, ggml_tensor* n) { is_conv_activation(n) ? activation(w.c, n) : eltwise(w.c, n); }
+inline void compute_activation(Walk& w, ggml_tensor* n) {
+    is_conv_activation(n) ? activation(w.c, n) : eltwise(w.c, n);
+}
 
 inline const OpEntry* op_entry(ggml_op op) {
     static const OpEntry table[] = {
@@ -278,7 +280,9 @@ inline ggml_backend_t init(ggml_backend_dev_t dev, const char*) {
 }
 
 inline const char* dev_name(ggml_backend_dev_t) { return "oneDNN"; }
-inline const char* dev_description(ggml_backend_dev_t) { return "oneDNN CPU convolutions, matmuls and the ops between them (onnx2ggml)"; }
+inline const char* dev_description(ggml_backend_dev_t) {
+    return "oneDNN CPU convolutions, matmuls and the ops between them (onnx2ggml)";
+}
 inline void dev_memory(ggml_backend_dev_t, size_t* free, size_t* total) { *free = *total = 0; }
 inline enum ggml_backend_dev_type dev_type(ggml_backend_dev_t) { return GGML_BACKEND_DEVICE_TYPE_ACCEL; }
 inline void dev_props(ggml_backend_dev_t d, ggml_backend_dev_props* p) {

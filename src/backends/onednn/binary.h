@@ -94,8 +94,7 @@ inline void add_bias(Context& c, const ggml_tensor* op) {
 // loop, so that the compiler vectorizes it (a fixed block; measured: the generic loop, with the choices inside,
 // was scalar code taking 7% of efficientnet_b0's time)
 template <int B, int Kind, bool Bias>
-inline void channel_rows_as(const float* x, float* y, int64_t hw, const float* k, const float* b, float lo,
-                            float hi) {
+inline void channel_rows_as(const float* x, float* y, int64_t hw, const float* k, const float* b, float lo, float hi) {
     for (int64_t p = 0; p < hw; ++p, x += B, y += B)
         for (int j = 0; j < B; ++j) {
             float v = x[j] * k[j];
@@ -110,17 +109,12 @@ inline void channel_rows(const float* x, float* y, int64_t hw, const float* k, c
                          float hi) {
     auto go = [&](auto kind_c) {
         constexpr int K = decltype(kind_c)::value;
-        if (b)
-            channel_rows_as<B, K, true>(x, y, hw, k, b, lo, hi);
-        else
-            channel_rows_as<B, K, false>(x, y, hw, k, b, lo, hi);
+        if (b) channel_rows_as<B, K, true>(x, y, hw, k, b, lo, hi);
+        else channel_rows_as<B, K, false>(x, y, hw, k, b, lo, hi);
     };
-    if (kind == 1)
-        go(std::integral_constant<int, 1>{});
-    else if (kind == 2)
-        go(std::integral_constant<int, 2>{});
-    else
-        go(std::integral_constant<int, 0>{});
+    if (kind == 1) go(std::integral_constant<int, 1>{});
+    else if (kind == 2) go(std::integral_constant<int, 2>{});
+    else go(std::integral_constant<int, 0>{});
 }
 
 // is_channel_product: y = act(x * s + b) in one pass (b: the bias of is_conv_bias in place on it, may be null; act:
@@ -178,10 +172,8 @@ inline void channel_product(Context& c, const ggml_tensor* op, const ggml_tensor
             }
             const float* xr = in_at(n, c0);
             float* yr = out.d + n * out.sn + c0 / blk * out.sb;
-            if (blk == 16)
-                channel_rows<16>(xr, yr, hw, k, bv ? b : nullptr, kind, lo, hi);
-            else if (blk == 8)
-                channel_rows<8>(xr, yr, hw, k, bv ? b : nullptr, kind, lo, hi);
+            if (blk == 16) channel_rows<16>(xr, yr, hw, k, bv ? b : nullptr, kind, lo, hi);
+            else if (blk == 8) channel_rows<8>(xr, yr, hw, k, bv ? b : nullptr, kind, lo, hi);
             else
                 for (int64_t p = 0; p < hw; ++p)
                     for (int64_t j = 0; j < blk; ++j) yr[p * blk + j] = f(xr[p * blk + j], k[j], b[j]);

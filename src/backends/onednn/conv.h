@@ -10,10 +10,10 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
                                const Activation& act, void* out) {
     // a CONV_2D(_DW), or the CONT of o2g::grouped_conv (kernel src[3], geometry its IM2COL's)
     bool grouped = dst->op == GGML_OP_CONT;
-    const ggml_tensor* k = grouped ? dst->src[3] : dst->src[0];  // [KW, KH, IC / groups, OC]
-    const ggml_tensor* x = dst->src[1];                          // [W, H, C, N]
+    const ggml_tensor* k = grouped ? dst->src[3] : dst->src[0];                    // [KW, KH, IC / groups, OC]
+    const ggml_tensor* x = dst->src[1];                                            // [W, H, C, N]
     const int32_t* p = grouped ? grouped_im2col(dst)->op_params : dst->op_params;  // s0, s1, p0, p1, d0, d1 (dim 0 = W)
-    const int32_t* flags = dst->op_params;                                        // o2g::conv_chain's
+    const int32_t* flags = dst->op_params;                                         // o2g::conv_chain's
     using dims = dnnl::memory::dims;
     bool dw = dst->op == GGML_OP_CONV_2D_DW;
     int64_t G = grouped ? dst->op_params[o2g::kGroupedConv] : dw ? k->ne[3] : 1;
@@ -70,10 +70,9 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
                 dims pl = whole ? pads : dims{i0 - first, p[2]}, pr = whole ? pads : dims{last + 1 - i1, p[2]};
                 // (a depthwise convolution is given its input's layout: with `any` oneDNN 2.6 takes its
                 // reference kernel for a plain input and a blocked output, 10x slower than its JIT one)
-                dnnl::memory::desc any_src =
-                                       whole && in_priv && !mixed ? x_md
-                                       : dw && out_priv           ? dnnl::memory::desc(bs, dt::f32, private_tag(dst_d[1]))
-                                                                  : dnnl::memory::desc(bs, dt::f32, tag::any),
+                dnnl::memory::desc any_src = whole && in_priv && !mixed ? x_md
+                                             : dw && out_priv ? dnnl::memory::desc(bs, dt::f32, private_tag(dst_d[1]))
+                                                              : dnnl::memory::desc(bs, dt::f32, tag::any),
                                    any_w(w_d, dt::f32, tag::any),
                                    // (an input in private_layout and a plain output: the output computed in the
                                    // input's layout, then reordered; oneDNN would pick a reference kernel for
@@ -95,7 +94,8 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
                         fused_act = t < 2, fused_add = t % 2 == 0;
                         if ((fused_add && !band_add) || (!fused_act && act.kind < 3)) continue;
                         pd = dnnl::convolution_forward::primitive_desc(
-                            d, post_ops(fused_act ? act : Activation{}, residual != nullptr, fused_add ? &y_md : nullptr),
+                            d,
+                            post_ops(fused_act ? act : Activation{}, residual != nullptr, fused_add ? &y_md : nullptr),
                             c.eng);
                         if (std::strncmp(pd.impl_info_str(), "ref", 3) != 0) return true;
                     }

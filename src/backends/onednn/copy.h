@@ -57,9 +57,9 @@ inline void mean_rows(const ggml_tensor* op) {
     float* y = static_cast<float*>(op->data);
 #pragma omp parallel for if (rows * n0 > (int64_t(1) << 16))
     for (int64_t r = 0; r < rows; ++r) {
-        const float* x = reinterpret_cast<const float*>(static_cast<const char*>(a->data) + size_t(r % n1) * a->nb[1] +
-                                                        size_t(r / n1 % n2) * a->nb[2] +
-                                                        size_t(r / (n1 * n2)) * a->nb[3]);
+        const float* x =
+            reinterpret_cast<const float*>(static_cast<const char*>(a->data) + size_t(r % n1) * a->nb[1] +
+                                           size_t(r / n1 % n2) * a->nb[2] + size_t(r / (n1 * n2)) * a->nb[3]);
         double sum = 0;
         for (int64_t i = 0; i < n0; ++i) sum += double(x[i]);
         y[r] = float(sum) / float(n0);
@@ -72,8 +72,8 @@ inline void mean_rows(const ggml_tensor* op) {
 // CPU copy gathers element by element), so that such a copy between oneDNN nodes does not split the graph.
 inline bool is_copy(const ggml_tensor* op) {
     const ggml_tensor* s = op->src[0];
-    return op->op == GGML_OP_CONT && op->op_params[o2g::kGroupedConv] == 0 && s && !op->src[1] &&
-           s->type == op->type && (op->type == GGML_TYPE_F32 || op->type == GGML_TYPE_I32) && ggml_is_contiguous(op);
+    return op->op == GGML_OP_CONT && op->op_params[o2g::kGroupedConv] == 0 && s && !op->src[1] && s->type == op->type &&
+           (op->type == GGML_TYPE_F32 || op->type == GGML_TYPE_I32) && ggml_is_contiguous(op);
 }
 inline void copy_strided(const ggml_tensor* op) {
     const ggml_tensor* s = op->src[0];
@@ -93,8 +93,7 @@ inline void copy_strided(const ggml_tensor* op) {
             int64_t i1 = r % ne[1], i2 = r / ne[1] % ne[2], i3 = r / (ne[1] * ne[2]);
             const uint32_t* a = src + i1 * st[1] + i2 * st[2] + i3 * st[3];
             uint32_t* b = dst + r * ne[0];
-            if (st[0] == 1)
-                std::memcpy(b, a, size_t(ne[0]) * sizeof(uint32_t));
+            if (st[0] == 1) std::memcpy(b, a, size_t(ne[0]) * sizeof(uint32_t));
             else
                 for (int64_t i = 0; i < ne[0]; ++i) b[i] = a[i * st[0]];
         }

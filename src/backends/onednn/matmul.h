@@ -37,7 +37,8 @@ inline void gemv(const ggml_tensor* dst) {
         const char* ar = ad + n * a->nb[1] + (a->ne[2] == 1 ? 0 : i2) * a->nb[2] + (a->ne[3] == 1 ? 0 : i3) * a->nb[3];
         for (int64_t m = 0; m < M; ++m) {
             const char* br = bd + m * b->nb[1] + i2 * b->nb[2] + i3 * b->nb[3];
-            float* y = reinterpret_cast<float*>(dd + n * dst->nb[0] + m * dst->nb[1] + i2 * dst->nb[2] + i3 * dst->nb[3]);
+            float* y =
+                reinterpret_cast<float*>(dd + n * dst->nb[0] + m * dst->nb[1] + i2 * dst->nb[2] + i3 * dst->nb[3]);
             dot(int(K), y, 0, ar, 0, br, 0, 1);
         }
     }

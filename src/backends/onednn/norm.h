@@ -14,8 +14,8 @@ inline bool softmax_supported(const ggml_tensor* op) {
     const ggml_tensor* m = op->src[1];
     float max_bias;
     std::memcpy(&max_bias, op->op_params + 1, sizeof(float));
-    return op->type == GGML_TYPE_F32 && x->type == GGML_TYPE_F32 && ggml_is_contiguous(op) &&
-           ggml_is_contiguous(x) && max_bias == 0.0f && !op->src[2] &&
+    return op->type == GGML_TYPE_F32 && x->type == GGML_TYPE_F32 && ggml_is_contiguous(op) && ggml_is_contiguous(x) &&
+           max_bias == 0.0f && !op->src[2] &&
            (!m || (m->type == GGML_TYPE_F32 && m->nb[0] == sizeof(float) && m->ne[0] == x->ne[0] &&
                    m->ne[1] >= x->ne[1] && x->ne[2] % m->ne[2] == 0 && x->ne[3] % m->ne[3] == 0));
 }
@@ -61,8 +61,9 @@ inline void softmax_rows(Context& c, const ggml_tensor* op) {
         dnnl::softmax_forward::desc d(dnnl::prop_kind::forward_inference, md, 1);
         return dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(d, user_scratchpad(), c.eng));
     });
-    execute(c, p, {{DNNL_ARG_SRC, dnnl::memory(md, c.eng, const_cast<void*>(src))},
-                   {DNNL_ARG_DST, dnnl::memory(md, c.eng, op->data)}});
+    execute(c, p,
+            {{DNNL_ARG_SRC, dnnl::memory(md, c.eng, const_cast<void*>(src))},
+             {DNNL_ARG_DST, dnnl::memory(md, c.eng, op->data)}});
     c.strm.wait();
 }
 inline void norm_rows(Context& c, const ggml_tensor* op) {
@@ -78,8 +79,9 @@ inline void norm_rows(Context& c, const ggml_tensor* op) {
         return dnnl::layer_normalization_forward(
             dnnl::layer_normalization_forward::primitive_desc(d, user_scratchpad(), c.eng));
     });
-    execute(c, p, {{DNNL_ARG_SRC, dnnl::memory(md, c.eng, op->src[0]->data)},
-                   {DNNL_ARG_DST, dnnl::memory(md, c.eng, op->data)}});
+    execute(
+        c, p,
+        {{DNNL_ARG_SRC, dnnl::memory(md, c.eng, op->src[0]->data)}, {DNNL_ARG_DST, dnnl::memory(md, c.eng, op->data)}});
     c.strm.wait();
 }
 

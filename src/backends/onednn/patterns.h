@@ -46,7 +46,6 @@ inline bool is_channel_product(const ggml_tensor* op) {
 // what the per-channel bias and the activation of is_conv_bias / is_conv_activation are in place on
 inline bool in_place_target(const ggml_tensor* op) { return conv_like(op) || is_channel_product(op); }
 
-
 // Whether node i (n: a marked IM2COL or MUL_MAT) feeds a marked CONT among the next nodes of g
 inline bool grouped_output_follows(ggml_cgraph* g, int i, const ggml_tensor* n) {
     int n_nodes = ggml_graph_n_nodes(g);
@@ -74,8 +73,8 @@ inline bool is_conv_bias(const ggml_tensor* op) {
 inline bool is_conv_residual(const ggml_tensor* op) {
     const ggml_tensor* conv = op->view_src;
     const ggml_tensor* r = op->src[1];
-    return op->op == GGML_OP_ADD && conv && r && conv->src[2] == r && conv_like(conv) &&
-           r->type == GGML_TYPE_F32 && ggml_is_contiguous(r) && ggml_are_same_shape(r, conv) && ggml_is_contiguous(op);
+    return op->op == GGML_OP_ADD && conv && r && conv->src[2] == r && conv_like(conv) && r->type == GGML_TYPE_F32 &&
+           ggml_is_contiguous(r) && ggml_are_same_shape(r, conv) && ggml_is_contiguous(op);
 }
 
 // ReLU, CLAMP (ReLU6, Clip), SiLU, HardSwish or Sigmoid in place on a CONV_2D output (onnx2ggml's

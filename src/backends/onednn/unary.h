@@ -6,10 +6,10 @@ namespace o2g_onednn {
 
 // Elementwise ops as oneDNN's vectorized eltwise primitive: SIGMOID, GELU_ERF, SILU, HARDSWISH, RELU, TANH, EXP,
 // ABS, NEG, SQR, SQRT, SCALE (x * s + b) and CLAMP (a HardSigmoid's SCALE + CLAMP: 18 of mobilenet_v3_small's 19
-// scheduler splits when its CLAMP went to ggml's CPU backend). ggml's CPU kernels compute the transcendental ones element by
-// element (10% of CLIP's time in its QuickGELU, 3% of the UNet's in its GEGLU, 52% of mobilenet_v3_small's in
-// its HardSwish, 36% of GPT-2's in its tanh GELU); and any of them between oneDNN nodes (densenet's ReLU after
-// each BatchNorm, the steps of a GELU written out) would cost two scheduler splits on the CPU backend.
+// scheduler splits when its CLAMP went to ggml's CPU backend). ggml's CPU kernels compute the transcendental ones
+// element by element (10% of CLIP's time in its QuickGELU, 3% of the UNet's in its GEGLU, 52% of mobilenet_v3_small's
+// in its HardSwish, 36% of GPT-2's in its tanh GELU); and any of them between oneDNN nodes (densenet's ReLU after each
+// BatchNorm, the steps of a GELU written out) would cost two scheduler splits on the CPU backend.
 using EltwiseAlg = std::tuple<dnnl::algorithm, float, float>;
 inline bool eltwise_alg(const ggml_tensor* op, EltwiseAlg* e) {
     using alg = dnnl::algorithm;

@@ -255,7 +255,8 @@ inline std::vector<ggml_backend_t> init_rpc_backends(const std::string& name, st
         if (!split_endpoint(ep, host, port)) return failed("backend '" + name + "': '" + ep + "' is not HOST:PORT");
         if (!tcp_reachable(ep, 5000, &why)) return failed("RPC server " + ep + " is not reachable: " + why);
         ggml_backend_reg_t reg = add_server(ep.c_str());
-        ggml_backend_dev_t dev = reg && ggml_backend_reg_dev_count(reg) > 0 ? ggml_backend_reg_dev_get(reg, 0) : nullptr;
+        ggml_backend_dev_t dev =
+            reg && ggml_backend_reg_dev_count(reg) > 0 ? ggml_backend_reg_dev_get(reg, 0) : nullptr;
         ggml_backend_t be = dev ? ggml_backend_dev_init(dev, nullptr) : nullptr;
         if (!be) return failed("RPC server " + ep + " offers no device");
         r.push_back(be);
@@ -373,7 +374,8 @@ inline bool alloc_weights(ggml_context* ctx, const WeightPlacement& p, std::vect
     for (int i = 1; i < int(p.bufts.size()); ++i) {
         size_t size = 0, align = ggml_backend_buft_get_alignment(p.bufts[size_t(i)]);
         for (ggml_tensor* t = ggml_get_first_tensor(ctx); t; t = ggml_get_next_tensor(ctx, t))
-            if (unallocated(t) && p.of(t) == i) size += GGML_PAD(ggml_backend_buft_get_alloc_size(p.bufts[size_t(i)], t), align);
+            if (unallocated(t) && p.of(t) == i)
+                size += GGML_PAD(ggml_backend_buft_get_alloc_size(p.bufts[size_t(i)], t), align);
         if (size == 0) continue;
         ggml_backend_buffer_t b = ggml_backend_buft_alloc_buffer(p.bufts[size_t(i)], size);
         if (!add(b)) return false;
