@@ -118,6 +118,7 @@ void WeightPool::alloc(const o2g_runtime::WeightPlacement& place) {
 void WeightPool::publish() {
     if (pending_.empty() || pending_bufs_.empty()) return drop_pending();
     for (auto b : pending_bufs_) bytes_ += ggml_backend_buffer_get_size(b);
+    held_.set(bytes_);
     published_.insert(pending_.begin(), pending_.end());
     bufs_.insert(bufs_.end(), pending_bufs_.begin(), pending_bufs_.end());
     ctxs_.push_back(pending_ctx_);
@@ -139,8 +140,9 @@ void Session::init(const SessionOptions& opts) {
     more_.assign(devs.begin() + 1, devs.end());
     bool is_cpu = ggml_backend_dev_type(ggml_backend_get_device(backend_)) == GGML_BACKEND_DEVICE_TYPE_CPU;
     if (!is_cpu) cpu_ = init_backend("cpu", opts.threads);
-    // weights: uploaded once, where o2g_runtime::place_weights puts them; the host copies are dropped
-    size_t wbytes = opts.held_bytes + (opts.pool ? opts.pool->bytes() : 0);
+    // weights: uploaded once, where o2g_runtime::place_weights puts them; the host copies are dropped.
+    // (The checks count what the process holds already: other sessions, the shared weights uploaded.)
+    size_t wbytes = 0;
     for (auto& w : bg_->b->weights) wbytes += ggml_nbytes(w.t);
     check_memory(wbytes, g.path + ": the weights");
     if (!bg_->b->weights.empty()) {
@@ -200,8 +202,14 @@ void Session::init(const SessionOptions& opts) {
         for (std::thread& t : helpers) t.join();
         if (err) std::rethrow_exception(err);
     }
-    if (opts.pool) opts.pool->publish();
-    if (ggml_graph_n_nodes(bg_->gf) == 0) return;  // nothing to compute: every output is empty
+    if (opts.pool) {  // the pool's new weights are held by the pool from here on
+        wbytes -= std::min<size_t>(wbytes, opts.pool->pending_bytes());
+        opts.pool->publish();
+    }
+    if (ggml_graph_n_nodes(bg_->gf) == 0) {  // nothing to compute: every output is empty
+        held_.set(buffer_bytes());
+        return;
+    }
     std::vector<ggml_backend_t> backends = devs;
     if (cpu_) backends.push_back(cpu_);
     sched_ = ggml_backend_sched_new(backends.data(), nullptr, int(backends.size()), bg_->graph_size, false, true);
@@ -239,6 +247,7 @@ void Session::init(const SessionOptions& opts) {
     }
 #endif
     if (!ggml_backend_sched_alloc_graph(sched_, bg_->gf)) fail(kExitInternal, "cannot allocate the compute graph");
+    held_.set(buffer_bytes());
 }
 
 struct Session::Prof {
@@ -392,6 +401,7 @@ std::optional<Tensor> Session::value(int id, std::string* why) const {
 Session::~Session() { release(); }
 
 void Session::release() {
+    held_.set(0);
     if (sched_) ggml_backend_sched_free(sched_);
     for (auto b : wbufs_) ggml_backend_buffer_free(b);
     bg_.reset();

@@ -11,6 +11,7 @@
 #include "ggml-backend.h"
 #include "ir/graph.h"
 #include "runtime/build.h"
+#include "util/limits.h"
 
 namespace o2g_runtime {
 struct WeightPlacement;  // o2g_runtime.h
@@ -29,7 +30,6 @@ struct SessionOptions {
     // lowered again afterwards): peak memory is then one copy of the weights.
     bool release_host_constants = false;
     WeightPool* pool = nullptr;  // initializers' weights shared with other sessions of the model
-    uint64_t held_bytes = 0;     // memory held elsewhere (other sessions), counted in --max-memory checks
     bool keep_values = false;    // every intermediate value readable after run (Session::value; `compare`)
     bool no_inplace = false;     // no in-place writes across nodes (keep_values then sees every value)
 };
@@ -65,6 +65,7 @@ private:
     std::vector<ggml_backend_buffer_t> bufs_;
     ggml_backend_buffer_type_t buft_ = nullptr;
     uint64_t bytes_ = 0;
+    MemoryHold held_;  // bytes_, in the process's --max-memory budget
 };
 
 // Backend by name through ggml's registry; throws with the list of available devices.
@@ -145,6 +146,7 @@ private:
     struct Prof;
     std::unique_ptr<Prof> prof_;
     bool keep_values_ = false;
+    MemoryHold held_;  // buffer_bytes(), in the process's --max-memory budget
 };
 
 }  // namespace onnx2ggml::core

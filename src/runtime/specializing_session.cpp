@@ -335,6 +335,18 @@ Session& SpecializingSession::session_for(const std::vector<Tensor>& inputs) {
     return *last_;
 }
 
+void SpecializingSession::evict_oldest() {
+    if (lru_.back().cut)
+        for (auto* st : {lru_.back().cut->before.get(), lru_.back().cut->after.get()}) {
+            SpecializationStats x = st->stats();
+            evicted_stages_.hits += x.hits, evicted_stages_.misses += x.misses, evicted_stages_.evictions += x.evictions;
+            evicted_stages_.specialize_ms += x.specialize_ms;
+        }
+    index_.erase(lru_.back().key);
+    lru_.pop_back();
+    stats_.evictions++;
+}
+
 SpecializingSession::Entry& SpecializingSession::lookup_or_specialize(const std::vector<Tensor>& inputs) {
     std::vector<const Tensor*> given;
     for (auto& t : inputs) given.push_back(&t);
@@ -354,20 +366,21 @@ SpecializingSession::Entry& SpecializingSession::lookup_or_specialize(const std:
                   (shown.empty() ? "a new signature" : shown) +
                   ") for a session that runs one signature (its host copies of the weights are gone)");
     auto t0 = std::chrono::steady_clock::now();
-    while (lru_.size() >= max_) {  // make room first: its memory is free for the new one
-        if (lru_.back().cut)
-            for (auto* st : {lru_.back().cut->before.get(), lru_.back().cut->after.get()}) {
-                SpecializationStats x = st->stats();
-                evicted_stages_.hits += x.hits, evicted_stages_.misses += x.misses,
-                    evicted_stages_.evictions += x.evictions;
-                evicted_stages_.specialize_ms += x.specialize_ms;
-            }
-        index_.erase(lru_.back().key);
-        lru_.pop_back();
-        stats_.evictions++;
-    }
+    while (lru_.size() >= max_) evict_oldest();  // make room first: its memory is free for the new one
     last_ = nullptr;
-    Entry e = specialize_for(inputs, shapes);
+    // Runs f; while it would take the process above its memory budget (--max-memory) and older
+    // specializations are cached, the least recently used one goes and f runs again.
+    auto making_room = [&](auto&& f) {
+        for (;;) {
+            try {
+                return f();
+            } catch (const MemoryLimit&) {
+                if (lru_.empty()) throw;
+                evict_oldest();
+            }
+        }
+    };
+    Entry e = making_room([&] { return specialize_for(inputs, shapes); });
     key = signature(inputs, &(shown = ""));  // the control inputs found may have grown
     if (!e.cut_at.empty()) {                 // staged: the cut is this signature's entry
         e.cut = make_cut(*e.g, e.cut_at);
@@ -394,11 +407,8 @@ SpecializingSession::Entry& SpecializingSession::lookup_or_specialize(const std:
     SessionOptions so = sopts_;
     so.release_host_constants = single_;
     so.pool = &pool_;
-    so.held_bytes = 0;
-    for (auto& c : lru_)
-        if (c.s) so.held_bytes += c.s->buffer_bytes();
     try {
-        e.s = std::make_unique<Session>(*e.g, so);
+        e.s = making_room([&] { return std::make_unique<Session>(*e.g, so); });
     } catch (const Error& err) {  // e.g. over --max-memory: say which control values asked for it
         std::string ctl = control_summary(inputs);
         if (err.code != kExitBadInput || ctl.empty()) throw;

@@ -90,6 +90,7 @@ private:
         std::vector<std::string> cut_at;  // the values computed in the graph that it needs at compile time
     };
     Entry& lookup_or_specialize(const std::vector<Tensor>& inputs);
+    void evict_oldest();  // the least recently used specialization (lru_ not empty)
     Entry specialize_for(const std::vector<Tensor>& inputs, const std::vector<Shape>& shapes);
     std::shared_ptr<Cut> make_cut(const Graph& g, const std::vector<std::string>& values) const;
     std::vector<Tensor> run_entry(Entry& e, const std::vector<Tensor>& inputs);

@@ -27,6 +27,12 @@ struct NeedsConstant : Error {
     NeedsConstant(const std::string& msg, const std::string& d, const std::string& v) : Error(3, msg, d), value(v) {}
 };
 
+// Memory the process would hold above --max-memory (util/limits.h check_memory): exit 2. A session that
+// caches specializations makes room by dropping its least recently used ones first.
+struct MemoryLimit : Error {
+    explicit MemoryLimit(const std::string& msg) : Error(kExitBadInput, msg) {}
+};
+
 // A limit that a value exceeds (a Loop's trip count past what is unrolled): exit 3 for a model's
 // own constants; SpecializingSession turns it into exit 2 when a run's control input decides it.
 struct LimitExceeded : Error {

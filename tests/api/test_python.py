@@ -10,6 +10,7 @@ reaching the built module (build/python).
 import json
 import os
 import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -125,6 +126,39 @@ def test_dynamic_dims_and_control_inputs_specialize_per_signature():
     st = sess.stats()
     assert st["misses"] == 3 and st["hits"] == 5 and st["runs"] == 8, st
     assert st["control_inputs"] == ["flag"], st
+
+
+def test_memory_budget_evicts_older_specializations():
+    """--max-memory is the process's: a new signature that would take the process above it first drops the least
+    recently used specializations, and fails (exit 2, naming the limit) only when alone it does not fit. Batch 10^6:
+    a specialization holds X, the outputs Y and Z and perhaps XW, 44-60 MB; two never fit in 75 MB. In a fresh
+    interpreter: the budget is process-wide and sessions of the other tests must not count."""
+    os.makedirs(WORK, exist_ok=True)
+    path = os.path.join(WORK, "py_budget.onnx")
+    w = dynamic_model(path)
+    code = """
+import sys, numpy as np, onnx2ggml
+path, w = sys.argv[1], np.load(sys.argv[2])
+sess = onnx2ggml.InferenceSession(path, threads=2, max_memory=75 << 20)
+x = np.random.default_rng(0).standard_normal((1000000, 3)).astype(np.float32)
+y = np.maximum(x @ w, 0)
+for flag in (1, 0, 1):
+    z, y_got = sess.run(None, {"X": x, "flag": np.array(flag, dtype=np.int64)})
+    np.testing.assert_allclose(y_got, y, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(z, y * 2 if flag else y - 1, rtol=1e-5, atol=1e-5)
+st = sess.stats()
+assert st["misses"] == 3 and st["evictions"] == 2, st
+try:
+    sess.run(None, {"X": np.zeros((3000000, 3), np.float32), "flag": np.array(1, dtype=np.int64)})
+    raise SystemExit("a 180 MB specialization ran in a 75 MB budget")
+except onnx2ggml.Error as e:
+    assert e.exit_code == 2 and "--max-memory" in str(e), str(e)
+print("ok")
+"""
+    wpath = os.path.join(WORK, "py_budget_w.npy")
+    np.save(wpath, w)
+    r = subprocess.run([sys.executable, "-c", code, path, wpath], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
 
 
 def test_bad_feeds_raise_errors_naming_the_input():
