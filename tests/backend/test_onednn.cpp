@@ -32,7 +32,7 @@ using Build =
     std::function<ggml_tensor*(ggml_context*, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn)>;
 
 struct Result {
-    std::vector<float> y;
+    std::vector<std::vector<float>> ys;  // the output of each compute
     int on_dnn = 0, expected_dnn = 0;
 };
 
@@ -57,7 +57,8 @@ ggml_tensor* f16_weight(ggml_context* ctx, std::vector<ggml_tensor*>& ins, int64
     return t;
 }
 
-Result run(const Build& build, bool onednn) {
+// Builds the graph and computes it once per entry of `threads` (the thread count of both backends then)
+Result run(const Build& build, bool onednn, const std::vector<int>& threads = {2}) {
     ggml_init_params ip = {ggml_tensor_overhead() * 512 + ggml_graph_overhead(), nullptr, true};
     ggml_context* ctx = ggml_init(ip);
     std::vector<ggml_tensor*> ins, dnn;
@@ -74,27 +75,35 @@ Result run(const Build& build, bool onednn) {
     EXPECT_TRUE(ggml_backend_sched_reserve(sched, gf));
     o2g_onednn::set_compute_bytes(be, sched);
     EXPECT_TRUE(ggml_backend_sched_alloc_graph(sched, gf));
-    for (size_t i = 0; i < ins.size(); ++i) {  // the same values on both runs
-        std::mt19937 rng(uint32_t(1234 + i));
-        std::uniform_real_distribution<float> u(-1.f, 1.f);
-        std::vector<float> v(size_t(ggml_nelements(ins[i])));
-        for (float& x : v) x = u(rng);
-        if (ins[i]->type == GGML_TYPE_F16) {
-            std::vector<ggml_fp16_t> h(v.size());
-            ggml_fp32_to_fp16_row(v.data(), h.data(), int64_t(v.size()));
-            ggml_backend_tensor_set(ins[i], h.data(), 0, ggml_nbytes(ins[i]));
-            continue;
+    // the same values on both runs, set before every compute (the allocator may reuse an input's memory once read)
+    auto fill = [&] {
+        for (size_t i = 0; i < ins.size(); ++i) {
+            std::mt19937 rng(uint32_t(1234 + i));
+            std::uniform_real_distribution<float> u(-1.f, 1.f);
+            std::vector<float> v(size_t(ggml_nelements(ins[i])));
+            for (float& x : v) x = u(rng);
+            if (ins[i]->type == GGML_TYPE_F16) {
+                std::vector<ggml_fp16_t> h(v.size());
+                ggml_fp32_to_fp16_row(v.data(), h.data(), int64_t(v.size()));
+                ggml_backend_tensor_set(ins[i], h.data(), 0, ggml_nbytes(ins[i]));
+                continue;
+            }
+            if (std::string(ins[i]->name) == "f16")
+                for (float& x : v) x = ggml_fp16_to_fp32(ggml_fp32_to_fp16(x));
+            ggml_backend_tensor_set(ins[i], v.data(), 0, ggml_nbytes(ins[i]));
         }
-        if (std::string(ins[i]->name) == "f16")
-            for (float& x : v) x = ggml_fp16_to_fp32(ggml_fp32_to_fp16(x));
-        ggml_backend_tensor_set(ins[i], v.data(), 0, ggml_nbytes(ins[i]));
-    }
-    EXPECT_EQ(ggml_backend_sched_graph_compute(sched, gf), GGML_STATUS_SUCCESS);
+    };
     Result r;
+    for (int n : threads) {
+        fill();
+        if (be) o2g_onednn::set_n_threads(be, n);
+        ggml_backend_cpu_set_n_threads(cpu, n);
+        EXPECT_EQ(ggml_backend_sched_graph_compute(sched, gf), GGML_STATUS_SUCCESS);
+        r.ys.emplace_back(size_t(ggml_nelements(out)));
+        ggml_backend_tensor_get(out, r.ys.back().data(), 0, ggml_nbytes(out));
+    }
     r.expected_dnn = int(dnn.size());
     for (ggml_tensor* t : dnn) r.on_dnn += be && ggml_backend_sched_get_tensor_backend(sched, t) == be;
-    r.y.resize(size_t(ggml_nelements(out)));
-    ggml_backend_tensor_get(out, r.y.data(), 0, ggml_nbytes(out));
     ggml_backend_sched_free(sched);
     if (be) ggml_backend_free(be);
     ggml_backend_free(cpu);
@@ -102,22 +111,28 @@ Result run(const Build& build, bool onednn) {
     return r;
 }
 
-void check(const Build& build) {
-    Result d = run(build, true);
+// The oneDNN backend's output of every compute (one per entry of `threads`) against ggml's CPU backend's
+void check(const Build& build, const std::vector<int>& threads = {2}) {
+    Result d = run(build, true, threads);
     g_reference = true;
     Result c = run(build, false);
     g_reference = false;
     EXPECT_EQ(d.on_dnn, d.expected_dnn) << "nodes the oneDNN backend did not take";
-    ASSERT_EQ(d.y.size(), c.y.size());
-    double err = 0, range = 0;
-    for (size_t i = 0; i < c.y.size(); ++i) {
-        ASSERT_TRUE(std::isfinite(d.y[i]) && std::isfinite(c.y[i]))
-            << "element " << i << ": " << d.y[i] << " vs " << c.y[i];
-        err = std::max(err, std::fabs(double(d.y[i]) - double(c.y[i])));
-        range = std::max(range, std::fabs(double(c.y[i])));
+    const std::vector<float>& ref = c.ys[0];
+    for (size_t k = 0; k < d.ys.size(); ++k) {
+        const std::vector<float>& y = d.ys[k];
+        ASSERT_EQ(y.size(), ref.size());
+        double err = 0, range = 0;
+        for (size_t i = 0; i < ref.size(); ++i) {
+            ASSERT_TRUE(std::isfinite(y[i]) && std::isfinite(ref[i]))
+                << "element " << i << ": " << y[i] << " vs " << ref[i] << " (compute " << k << ")";
+            err = std::max(err, std::fabs(double(y[i]) - double(ref[i])));
+            range = std::max(range, std::fabs(double(ref[i])));
+        }
+        EXPECT_GT(range, 0.0);
+        EXPECT_LE(err, 1e-5 * range) << "max abs error " << err << ", max |ref| " << range << " (compute " << k
+                                     << " on " << threads[k] << " threads)";
     }
-    EXPECT_GT(range, 0.0);
-    EXPECT_LE(err, 1e-5 * range) << "max abs error " << err << ", max |ref| " << range;
 }
 
 // conv (+ bias in place) (+ activation in place), as lower_conv and activation_in_place emit them
@@ -462,6 +477,26 @@ TEST(OneDNN, Mean) {
                            0);
     });
 }
+// One graph computed on 2, 1, 2 and 1 threads (the default thread count follows the cores free at each run,
+// o2g_runtime.h): each compute runs primitives made for its own count (blocked convolutions with a private layout
+// between them, a pooling, a matrix product, all above the one-thread size), and every result is right
+TEST(OneDNN, ThreadCountChangingBetweenComputes) {
+    check(
+        [](ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn) {
+            ggml_tensor *c1, *c2;
+            ggml_tensor* x = input(ctx, ins, 60, 58, 16, 1);
+            ggml_tensor* y = conv(ctx, ins, dnn, {60, 58, 16, 1, 32, 3}, x, &c1);
+            y = conv(ctx, ins, dnn, {60, 58, 32, 1, 32, 3}, y, &c2);
+            o2g::conv_chain(ctx, c1, c2);
+            ggml_tensor* pool = ggml_pool_2d(ctx, y, GGML_OP_POOL_MAX, 2, 2, 2, 2, 0, 0);  // 30x29
+            dnn.push_back(pool);
+            ggml_tensor* w = input(ctx, ins, 30, 48);
+            dnn.push_back(y = ggml_mul_mat(ctx, w, ggml_reshape_2d(ctx, pool, 30, 29 * 32)));
+            return y;
+        },
+        {2, 1, 2, 1});
+}
+
 #else
 TEST(OneDNN, NotBuilt) { GTEST_SKIP() << "built without oneDNN (ONNX2GGML_ONEDNN=OFF)"; }
 #endif

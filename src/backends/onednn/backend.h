@@ -19,7 +19,6 @@ inline ggml_status compute_nodes(Context& c, ggml_cgraph* g);
 inline ggml_status graph_compute(ggml_backend_t be, ggml_cgraph* g) {
     Context& c = *static_cast<Context*>(be->context);
     if (c.n_threads > 0) omp_set_num_threads(c.n_threads);
-    c.fit_primitives(omp_get_max_threads());
     try {  // a oneDNN error (e.g. a primitive it cannot create) fails the compute, never unwinds through ggml
         return compute_nodes(c, g);
     } catch (const std::exception& e) {

@@ -45,11 +45,18 @@ struct Activation {
     float lo = 0, hi = 0;
 };
 
+// The OpenMP threads the node being computed runs on (graph_compute's count, or one for a small node:
+// threads_for). A primitive is made for the count it runs on (oneDNN sizes per-thread buffers and splits
+// the work when it makes one), so the count is part of every cached primitive's key and plan's: with the
+// default thread count, which follows the cores free at each run (o2g_runtime.h), a backend keeps one
+// primitive per count it has run a shape on, and never runs one on more threads than it was made for.
+inline int64_t run_threads() { return omp_get_max_threads(); }
+
 struct Context {
     dnnl::engine eng{dnnl::engine::kind::cpu, 0};
     dnnl::stream strm{eng};
     int n_threads = 0;
-    // shape key -> primitive (created once, reused by every run)
+    // key (shape, parameters, run_threads) -> primitive (created once, reused by every run)
     using Key = std::vector<int64_t>;
     std::map<Key, dnnl::convolution_forward> convs;
     std::map<Key, dnnl::matmul> matmuls;
@@ -79,10 +86,12 @@ struct Context {
         std::vector<Band> bands;
         dnnl::memory::desc w;       // the kernel's layout (the same for every band)
         bool add_residual = false;  // the residual is a binary post-op's operand (else a sum post-op's)
-        std::map<const void*, dnnl::memory> weights;  // reordered kernels, by ggml data pointer
     };
     std::map<Key, Blocked> blocked;
     std::shared_ptr<SharedKernels> shared;  // set_shared_kernels: kernels reordered by other sessions
+    // the weights' kernels this backend reordered (those not in `shared`), by ggml data: one copy per layout,
+    // shared by every primitive that takes it (a shape's primitives for one thread count and for another)
+    std::map<const void*, std::vector<std::pair<dnnl::memory::desc, dnnl::memory>>> kernels;
     // One arena for every convolution's temporaries (they run one at a time): the scratchpad
     // (Winograd's transformed tiles) and the blocked copies of the activations. Grown, never
     // shrunk: allocated once, not per call (large transient allocations fragment the heap and
@@ -112,8 +121,8 @@ struct Context {
         float* hf = nullptr;
         int64_t hn = 0;
     };
-    std::unordered_map<const ggml_tensor*, Plan> plans;
-    std::vector<int64_t> sig;  // the signature being checked (its storage reused)
+    std::map<std::pair<const ggml_tensor*, int64_t>, Plan> plans;  // by node and run_threads
+    std::vector<int64_t> sig;                                      // the signature being checked (its storage reused)
     // where the tensors in a padded private_layout are (larger than ggml's): by ggml's address
     std::unordered_map<const void*, dnnl::memory> shadows;
     // The cached primitives take their scratchpad from here (user_scratchpad): oneDNN's default
@@ -129,24 +138,6 @@ struct Context {
         }
         uintptr_t p = reinterpret_cast<uintptr_t>(scratch.data());
         return reinterpret_cast<char*>((p + 63) & ~uintptr_t(63));
-    }
-    // Some primitives size per-thread buffers from the OpenMP thread count when created: a compute
-    // with more threads than any before makes them anew (reordered kernels are kept where shared).
-    int prim_threads = 0;
-    void fit_primitives(int threads) {
-        if (threads <= prim_threads) return;
-        if (prim_threads > 0) {
-            convs.clear();
-            matmuls.clear();
-            pools.clear();
-            norms.clear();
-            eltwises.clear();
-            softmaxes.clear();
-            layer_norms.clear();
-            blocked.clear();
-            plans.clear();
-        }
-        prim_threads = threads;
     }
     char* reserve(size_t bytes) {
         if (arena.size() < bytes) {

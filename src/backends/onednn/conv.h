@@ -33,6 +33,7 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
     dnnl::memory::desc b_md({dst_d[1]}, dt::f32, tag::x);
     Context::Key key = {G,    src_d[0], src_d[1], src_d[2], src_d[3], dst_d[1], k->ne[1],        k->ne[0],
                         p[0], p[1],     p[2],     p[3],     p[4],     p[5],     bias != nullptr, residual != nullptr};
+    key.push_back(run_threads());
     // A convolution's output that only convolutions (or the residual sums of convolutions) read
     // stays in private_layout (o2g::conv_chain marks both ends): written and read with no reorder.
     bool in_priv = flags[o2g::kInPrivate] == 1, out_priv = flags[o2g::kOutPrivate] == 1,
@@ -158,43 +159,41 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
                 add = res_priv && out_priv;
                 bands = {make(dnnl::algorithm::convolution_direct, 0, dst_d[2], add)};
             }
-            bt = c.blocked.emplace(key, Context::Blocked{bands, bands[0].w, add, {}}).first;
+            bt = c.blocked.emplace(key, Context::Blocked{bands, bands[0].w, add}).first;
         }
         Context::Blocked& b = bt->second;
         Context::Plan plan;
         dnnl::memory xm = in_priv ? private_memory(c, x_md, x->data) : dnnl::memory(x_md, c.eng, x->data);
         dnnl::memory ym = out_priv ? private_memory(c, y_md, out) : dnnl::memory(y_md, c.eng, out);
-        // a weight's reordered copy is made once and kept; a kernel computed at run time is reordered every run
+        // a weight's reordered copy is made once and kept (Context::kernels, or the model's SharedKernels, which
+        // another session of the model may have reordered it into already); a kernel computed at run time is
+        // reordered every run
         bool is_weight = k->buffer && ggml_backend_buffer_get_usage(k->buffer) == GGML_BACKEND_BUFFER_USAGE_WEIGHTS;
-        auto wt = is_weight ? b.weights.find(k->data) : b.weights.end();
         SharedKernels* sk = is_weight && c.shared && c.shared->owns(k->buffer) ? c.shared.get() : nullptr;
         dnnl::memory wb;
         if (k16) {
             // converted into the arena below, every run
-        } else if (wt != b.weights.end()) {
-            wb = wt->second;
-        } else {
-            dnnl::memory wsrc(w_md, c.eng, k->data);
-            wb = b.w == w_md ? wsrc : dnnl::memory(b.w, c.eng);
-            if (wb != wsrc && sk) {  // another session of the model may have reordered it to this layout
-                std::lock_guard<std::mutex> l(sk->m);
-                auto& list = sk->copies[k->data];
-                auto hit = std::find_if(list.begin(), list.end(), [&](const auto& e) { return e.first == b.w; });
-                if (hit != list.end()) {
-                    wb = hit->second;
-                } else {
-                    dnnl::reorder(wsrc, wb).execute(c.strm, wsrc, wb);
-                    c.strm.wait();
-                    list.emplace_back(b.w, wb);
-                }
-            } else if (wb != wsrc && is_weight) {
+        } else if (b.w == w_md) {
+            wb = dnnl::memory(w_md, c.eng, k->data);
+        } else if (is_weight) {
+            std::unique_lock<std::mutex> l;
+            if (sk) l = std::unique_lock<std::mutex>(sk->m);
+            auto& list = (sk ? sk->copies : c.kernels)[k->data];
+            auto hit = std::find_if(list.begin(), list.end(), [&](const auto& e) { return e.first == b.w; });
+            if (hit != list.end()) {
+                wb = hit->second;
+            } else {
+                dnnl::memory wsrc(w_md, c.eng, k->data);
+                wb = dnnl::memory(b.w, c.eng);
                 dnnl::reorder(wsrc, wb).execute(c.strm, wsrc, wb);
                 c.strm.wait();
-            } else if (wb != wsrc) {
-                plan.steps.push_back({dnnl::reorder(dnnl::reorder::primitive_desc(wsrc, wb, user_scratchpad())),
-                                      {{DNNL_ARG_FROM, wsrc}, {DNNL_ARG_TO, wb}}});
+                list.emplace_back(b.w, wb);
             }
-            if (is_weight) b.weights.emplace(k->data, wb);
+        } else {
+            dnnl::memory wsrc(w_md, c.eng, k->data);
+            wb = dnnl::memory(b.w, c.eng);
+            plan.steps.push_back({dnnl::reorder(dnnl::reorder::primitive_desc(wsrc, wb, user_scratchpad())),
+                                  {{DNNL_ARG_FROM, wsrc}, {DNNL_ARG_TO, wb}}});
         }
         dnnl::memory rm;
         if (residual)
@@ -344,7 +343,7 @@ inline void run_eltwise(Context& c, dnnl::algorithm alg, float alpha, float beta
     int32_t a_bits, b_bits;
     std::memcpy(&a_bits, &alpha, 4);
     std::memcpy(&b_bits, &beta, 4);
-    Context::Key key = {-4, int64_t(alg), n, a_bits, b_bits};
+    Context::Key key = {-4, int64_t(alg), n, a_bits, b_bits, run_threads()};
     auto it = c.eltwises.find(key);
     if (it == c.eltwises.end()) {
         dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, alg, md, alpha, beta);

@@ -59,6 +59,7 @@ inline void mul_mat(Context& c, ggml_tensor* dst) {
     dnnl::memory::desc src_md(src_d, dt::f32, src_s), w_md(w_d, dt::f32, a_str), dst_md(dst_d, dt::f32, dst_s);
     Context::Key key = {-1};  // shapes and strides
     for (const dims* v : {&src_d, &src_s, &w_d, &a_str, &dst_s}) key.insert(key.end(), v->begin(), v->end());
+    key.push_back(run_threads());
     auto it = c.matmuls.find(key);
     if (it == c.matmuls.end())
         it = c.matmuls

@@ -26,6 +26,7 @@ inline bool norm_rows_supported(const ggml_tensor* op) {
 // the primitive for `rows` rows of n floats (format ab), made once per shape
 template <class P, class Make>
 inline P& row_primitive(std::map<Context::Key, P>& cache, Context::Key key, Make make) {
+    key.push_back(run_threads());
     auto it = cache.find(key);
     if (it == cache.end()) it = cache.emplace(std::move(key), make()).first;
     return it->second;
@@ -158,7 +159,7 @@ inline void group_norm(Context& c, const ggml_tensor* dst, const ggml_tensor* ga
     using dims = dnnl::memory::dims;
     dnnl::memory::desc xd_md(dims{1, C, S}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::abc),
         c_md(dims{1, C, 1}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::abc);
-    Context::Key key = {-3, C, S, beta != nullptr, silu};
+    Context::Key key = {-3, C, S, beta != nullptr, silu, run_threads()};
     auto it = c.norms.find(key);
     if (it == c.norms.end()) {
         dnnl::post_ops po;

@@ -69,12 +69,13 @@ inline void run_plan(Context& c, const ggml_tensor* node, std::initializer_list<
     for (const ggml_tensor* s : node->src) sign(c.sig, s);
     for (const ggml_tensor* f : fused) sign(c.sig, f);
     c.sig.insert(c.sig.end(), extra);
-    auto it = c.plans.find(node);
+    const std::pair<const ggml_tensor*, int64_t> key(node, run_threads());
+    auto it = c.plans.find(key);
     if (it == c.plans.end() || it->second.sig != c.sig) {
         Context::Plan p = build();  // may empty c.plans (Context::reserve)
         attach_scratchpads(c, p);   // likewise (Context::scratch_for)
         p.sig = c.sig;
-        it = c.plans.insert_or_assign(node, std::move(p)).first;
+        it = c.plans.insert_or_assign(key, std::move(p)).first;
     }
     const Context::Plan& p = it->second;
     if (p.hn) {  // ggml's vectorized conversion, in blocks over the threads (oneDNN 2.6's F16 reorder is a

@@ -34,8 +34,8 @@ inline void pool2d(Context& c, ggml_tensor* dst) {
                     : dnnl::memory::desc(d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nchw);
     };
     dnnl::memory::desc src_md = layout(src_d, in_priv), dst_md = layout(dst_d, out_priv);
-    Context::Key key = {-2,   o[0], src_d[0], src_d[1], src_d[2], src_d[3], dst_d[2], dst_d[3],
-                        o[1], o[2], o[3],     o[4],     o[5],     o[6],     in_priv,  out_priv};
+    Context::Key key = {-2,   o[0], src_d[0], src_d[1], src_d[2], src_d[3], dst_d[2], dst_d[3],     o[1],
+                        o[2], o[3], o[4],     o[5],     o[6],     in_priv,  out_priv, run_threads()};
     auto it = c.pools.find(key);
     if (it == c.pools.end()) {
         // oneDNN's fast pooling kernels want the input and the output in one layout (a max pooling

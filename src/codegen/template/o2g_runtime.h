@@ -6,13 +6,15 @@
 // Threads. The default count is the number of cores this process may use: its affinity mask
 // (sched_getaffinity: taskset, cpusets), capped by the cgroup CPU quota (v2 cpu.max, v1
 // cpu.cfs_quota_us / cpu.cfs_period_us; a container's --cpus), never 0. When the count is not fixed
-// (--threads 0, the default), ggml's CPU backend takes it again before every compute, less the cores other
-// processes keep busy at that moment (their runnable threads: /proc/loadavg's running count less
-// this process's own running threads), at least 1: ggml's CPU backend and oneDNN split every op
-// into equal static parts, so a thread that shares its core with another process holds up every
-// op's barrier (measured on 2 cores with one competing process: squeezenet1_1 2 threads 39 ms, 1
-// thread 31 ms; alone 20 and 31 ms). The oneDNN backend keeps the usable cores (its primitives
-// keep the count they were created with). `--threads N` fixes both at N.
+// (--threads 0, the default), ggml's CPU backend and the oneDNN backend take it again before every
+// compute, less the cores other processes keep busy at that moment (their runnable threads:
+// /proc/loadavg's running count less this process's own running threads), at least 1: ggml's CPU
+// backend and oneDNN split every op into equal static parts, so a thread that shares its core with
+// another process holds up every op's barrier (measured on 2 cores with one competing process:
+// vit_b_16 on the oneDNN backend, 108 ms alone: 2 threads 310-480 ms, 1 thread 192 ms). The oneDNN
+// backend keeps a primitive per thread count it has run a shape on (onednn/context.h run_threads);
+// its results may then differ in the last bits with the cores free (convnext_tiny: 6e-7 between 1 and
+// 2 threads; ggml's CPU kernels give the same bits at any count). `--threads N` fixes both at N.
 #pragma once
 
 #include <dirent.h>
@@ -130,10 +132,8 @@ inline int threads_now(int fixed) {
     return std::max(1, n - others.load());
 }
 
-// ggml_backend_set_n_threads of the backend's registry (CPU, oneDNN); no-op for a backend without it.
-// ggml's CPU backend takes threads_now(fixed); another backend (oneDNN, whose primitives keep the
-// thread count they were created with, and whose results then cannot depend on the load at their
-// creation) the usable cores or `fixed`.
+// ggml_backend_set_n_threads of the backend's registry (CPU, oneDNN) to threads_now(fixed); no-op for a
+// backend without it.
 inline void set_threads(ggml_backend_t be, int fixed) {
     ggml_backend_dev_t dev = be ? ggml_backend_get_device(be) : nullptr;
     ggml_backend_reg_t reg = dev ? ggml_backend_dev_backend_reg(dev) : nullptr;
@@ -141,8 +141,7 @@ inline void set_threads(ggml_backend_t be, int fixed) {
     auto fn = reinterpret_cast<ggml_backend_set_n_threads_t>(
         ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_n_threads"));
     if (!fn) return;
-    bool cpu = ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_CPU;
-    fn(be, cpu ? threads_now(fixed) : fixed > 0 ? fixed : usable_cores());
+    fn(be, threads_now(fixed));
 }
 
 // ggml's dynamically loaded backends (libggml-*.so beside the program or on GGML_BACKEND_PATH) and
@@ -396,8 +395,11 @@ inline std::vector<ggml_backend_t> init_backends(const std::string& name, int th
     return be ? std::vector<ggml_backend_t>{be} : std::vector<ggml_backend_t>{};
 }
 
-// before every compute when the thread count is not fixed: ggml's CPU backend (`be` or `cpu`) to
-// the cores free now
-inline void set_threads_now(ggml_backend_t be, ggml_backend_t cpu) { set_threads(cpu ? cpu : be, 0); }
+// before every compute when the thread count is not fixed: the backends (`be`, ggml's CPU or the oneDNN
+// backend, and `cpu`, the fallback beside a device) to the cores free now
+inline void set_threads_now(ggml_backend_t be, ggml_backend_t cpu) {
+    set_threads(be, 0);
+    if (cpu) set_threads(cpu, 0);
+}
 
 }  // namespace o2g_runtime
