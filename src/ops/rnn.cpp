@@ -140,8 +140,9 @@ std::vector<float> fvals(OpCtx& c, int i) { return c.cval(i).cast(DType::F32).to
 // ---- the recurrence's kernels ------------------------------------------------------------------
 // Compiled for AVX-512, AVX2+FMA and the baseline, picked at load time (target_clones): the binary
 // stays portable and the host kernel runs at the machine's vector width. GCC's vector extensions
-// give the partial sums (a float reduction is not reassociated otherwise).
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+// give the partial sums (a float reduction is not reassociated otherwise). Not under ThreadSanitizer: the
+// loader runs the clones' resolver before TSan's runtime is up, and the instrumented resolver crashes.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && !defined(__SANITIZE_THREAD__)
 #define O2G_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define O2G_VECTOR_CLONES
