@@ -68,6 +68,24 @@ std::unordered_map<int, int> concat_targets(Graph& g) {
     return target;
 }
 
+// Whether every reader of value v is a Concat that extends `target` (or is it; `targets` as concat_targets
+// gives them), each reading it once, and v is no graph output: all of them then read v through the copy of it
+// in the target's buffer, and nothing reads v's own tensor after that copy.
+bool read_through_prefix(const Graph& g, int v, int target, const std::unordered_map<int, int>& targets,
+                         int readers) {
+    if (std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end()) return false;
+    int seen = 0;
+    for (int k = 0; k < int(g.nodes.size()); ++k) {
+        const Node& n = g.nodes[size_t(k)];
+        int reads = int(std::count(n.inputs.begin(), n.inputs.end(), v));
+        if (reads == 0) continue;
+        auto t = targets.find(k);
+        if (n.folded || reads != 1 || t == targets.end() || t->second != target) return false;
+        ++seen;
+    }
+    return seen == readers;  // (no reader the node list does not show)
+}
+
 }  // namespace
 
 O2G_OP_FAMILY(concat) {
@@ -158,6 +176,12 @@ O2G_OP_FAMILY(concat) {
                 for (size_t i = pc.parts; i < parts.size(); ++i) {
                     pc.acc = G(c.b, ggml_set_inplace, pc.acc, c.cont(parts[i]), pc.acc->nb[1], pc.acc->nb[2],
                                pc.acc->nb[3], pc.offset);
+                    // a convolution's output read only by the Concats that extend this one (through this copy):
+                    // the convolution may write into its slot (o2g::conv_into_slot, as below; densenet's layers)
+                    int v = c.node().inputs[i];
+                    if (!c.b.keep_values && c.conv_behind(int(i)) &&
+                        read_through_prefix(c.graph(), v, tgt->second, st.concat_target, c.readers(v)))
+                        G(c.b, o2g::conv_into_slot, pc.acc);
                     pc.offset += size_t(parts[i]->ne[gd]) * pc.acc->nb[gd];
                 }
                 pc.parts = std::max(pc.parts, parts.size());
