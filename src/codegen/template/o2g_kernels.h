@@ -45,8 +45,8 @@ inline void map2(ggml_tensor* dst, const ggml_tensor* a, const ggml_tensor* b, i
 // add's convolution). onnx2ggml marks a node so only when every reader of its output is one of
 // these, or a channel Concat whose readers all are (LowerCtx::joins_private: `b` is then a reader
 // of the Concat, which copies the private layout's bytes as they are): a backend may then keep the
-// tensor in a private layout (onednn/: oneDNN's blocked layout, no reorders). The flags sit in op_params slots past every marked op's own (CONV_2D uses
-// 6, POOL_2D 7); other backends ignore them.
+// tensor in a private layout (onednn/: oneDNN's blocked layout, no reorders). The flags sit in op_params slots past
+// every marked op's own (CONV_2D uses 6, POOL_2D 7); other backends ignore them.
 enum { kOutPrivate = 13, kInPrivate = 14, kResidualPrivate = 15 };
 inline ggml_tensor* conv_chain(ggml_context*, ggml_tensor* a, ggml_tensor* b) {
     a->op_params[kOutPrivate] = 1;
@@ -117,37 +117,42 @@ inline ggml_tensor* grouped_conv(ggml_context*, ggml_tensor* out, ggml_tensor* x
     return out;
 }
 
-O2G_UNARY(erf, std::erf(x))
-O2G_UNARY(sign, float((x > 0) - (x < 0)))
-O2G_UNARY(round_even, std::nearbyint(x))
-O2G_UNARY(isnan, float(std::isnan(x)))
-O2G_UNARY(isinf, float(std::isinf(x)))
-O2G_UNARY(isinf_pos, float(std::isinf(x) && x > 0))
-O2G_UNARY(isinf_neg, float(std::isinf(x) && x < 0))
-O2G_UNARY(logical_not, float(x == 0))
-O2G_UNARY(softsign, x / (1.0f + std::fabs(x)))
-O2G_UNARY(tan, std::tan(x))
-O2G_UNARY(asin, std::asin(x))
-O2G_UNARY(acos, std::acos(x))
-O2G_UNARY(atan, std::atan(x))
-O2G_UNARY(sinh, std::sinh(x))
-O2G_UNARY(cosh, std::cosh(x))
-O2G_UNARY(asinh, std::asinh(x))
-O2G_UNARY(acosh, std::acosh(x))
-O2G_UNARY(atanh, std::atanh(x))
-
-O2G_BINARY(equal, float(x == y))
-O2G_BINARY(less, float(x < y))
-O2G_BINARY(greater, float(x > y))
-O2G_BINARY(less_equal, float(x <= y))
-O2G_BINARY(greater_equal, float(x >= y))
-O2G_BINARY(logical_and, float(x != 0 && y != 0))
-O2G_BINARY(logical_or, float(x != 0 || y != 0))
-O2G_BINARY(logical_xor, float((x != 0) != (y != 0)))
-O2G_BINARY(pow, std::pow(x, y))
-O2G_BINARY(fmod, std::fmod(x, y))
-O2G_BINARY(max, (std::isnan(x) || std::isnan(y)) ? NAN : (x > y ? x : y))
-O2G_BINARY(min, (std::isnan(x) || std::isnan(y)) ? NAN : (x < y ? x : y))
+// The elementwise kernels, each as X(name, expression of x (and y)): defined below, and named for the generated
+// code by lower/kernels.cpp from the same lists (one list, so the two cannot drift).
+#define O2G_UNARY_KERNELS(X)                    \
+    X(erf, std::erf(x))                         \
+    X(sign, float((x > 0) - (x < 0)))           \
+    X(round_even, std::nearbyint(x))            \
+    X(isnan, float(std::isnan(x)))              \
+    X(isinf, float(std::isinf(x)))              \
+    X(isinf_pos, float(std::isinf(x) && x > 0)) \
+    X(isinf_neg, float(std::isinf(x) && x < 0)) \
+    X(logical_not, float(x == 0))               \
+    X(softsign, x / (1.0f + std::fabs(x)))      \
+    X(tan, std::tan(x))                         \
+    X(asin, std::asin(x))                       \
+    X(acos, std::acos(x))                       \
+    X(atan, std::atan(x))                       \
+    X(sinh, std::sinh(x))                       \
+    X(cosh, std::cosh(x))                       \
+    X(asinh, std::asinh(x))                     \
+    X(acosh, std::acosh(x))                     \
+    X(atanh, std::atanh(x))
+#define O2G_BINARY_KERNELS(X)                                        \
+    X(equal, float(x == y))                                          \
+    X(less, float(x < y))                                            \
+    X(greater, float(x > y))                                         \
+    X(less_equal, float(x <= y))                                     \
+    X(greater_equal, float(x >= y))                                  \
+    X(logical_and, float(x != 0 && y != 0))                          \
+    X(logical_or, float(x != 0 || y != 0))                           \
+    X(logical_xor, float((x != 0) != (y != 0)))                      \
+    X(pow, std::pow(x, y))                                           \
+    X(fmod, std::fmod(x, y))                                         \
+    X(max, (std::isnan(x) || std::isnan(y)) ? NAN : (x > y ? x : y)) \
+    X(min, (std::isnan(x) || std::isnan(y)) ? NAN : (x < y ? x : y))
+O2G_UNARY_KERNELS(O2G_UNARY)
+O2G_BINARY_KERNELS(O2G_BINARY)
 
 // Where(cond, x, y)
 inline void where(ggml_tensor* dst, const ggml_tensor* c, const ggml_tensor* a, const ggml_tensor* b, int ith, int nth,
