@@ -33,21 +33,25 @@ inline bool is_view_op(ggml_op op) {
            op == GGML_OP_TRANSPOSE;
 }
 
-// A node's work, in multiply-adds (a convolution's or matrix product's) or elements moved (the rest): what
-// decides whether the node is worth the threads (threads_for).
-inline int64_t node_work(const ggml_tensor* n) {
+// A node's work: the multiply-adds of a convolution or matrix product (`product`), else the elements it moves;
+// what decides whether the node is worth the threads (threads_for).
+struct NodeWork {
+    int64_t n;
+    bool product;
+};
+inline NodeWork node_work(const ggml_tensor* n) {
     switch (n->op) {
         case GGML_OP_CONV_2D:
         case GGML_OP_CONV_2D_DW:
         case GGML_OP_CONT: {
             if (n->op == GGML_OP_CONT && n->op_params[o2g::kGroupedConv] <= 1) break;
             const ggml_tensor* k = n->op == GGML_OP_CONT ? n->src[3] : n->src[0];  // [KW, KH, IC / groups, OC]
-            return ggml_nelements(n) * k->ne[0] * k->ne[1] * (n->op == GGML_OP_CONV_2D_DW ? 1 : k->ne[2]);
+            return {ggml_nelements(n) * k->ne[0] * k->ne[1] * (n->op == GGML_OP_CONV_2D_DW ? 1 : k->ne[2]), true};
         }
-        case GGML_OP_MUL_MAT: return ggml_nelements(n) * n->src[0]->ne[0];
+        case GGML_OP_MUL_MAT: return {ggml_nelements(n) * n->src[0]->ne[0], true};
         default: break;
     }
-    return ggml_nelements(n);
+    return {ggml_nelements(n), false};
 }
 
 // The OpenMP threads a node runs on: all of them, or the calling thread alone when the node is too small to gain
@@ -57,9 +61,8 @@ inline int64_t node_work(const ggml_tensor* n) {
 // noise). A primitive is created on the thread count it then runs on: the same node shape always
 // gets the same count, so the cached primitives stay consistent.
 inline int threads_for(const ggml_tensor* n, int all) {
-    const bool compute = n->op == GGML_OP_CONV_2D || n->op == GGML_OP_CONV_2D_DW || n->op == GGML_OP_MUL_MAT ||
-                         (n->op == GGML_OP_CONT && n->op_params[o2g::kGroupedConv] > 1);
-    return node_work(n) < (compute ? int64_t(1) << 19 : int64_t(1) << 14) ? 1 : all;
+    NodeWork w = node_work(n);
+    return w.n < (w.product ? int64_t(1) << 19 : int64_t(1) << 14) ? 1 : all;
 }
 
 // Sets the OpenMP thread count for the nodes computed next, and restores the graph's on leaving.
