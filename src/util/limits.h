@@ -19,7 +19,7 @@ void check_memory(uint64_t bytes, const std::string& what);
 // nor what a backend keeps on its own, such as oneDNN's reordered kernels).
 uint64_t memory_held();
 
-// Counts `bytes` in memory_held() while it lives (set again to change it; movable, not copyable).
+// Counts `bytes` in memory_held() while it lives (set again to change it; neither copied nor moved).
 class MemoryHold {
 public:
     MemoryHold() = default;
