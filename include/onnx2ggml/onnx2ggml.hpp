@@ -111,12 +111,34 @@ public:
         return static_cast<const T*>(raw());
     }
     std::vector<std::string> strings() const;  // the elements of a String tensor
+    double at(int64_t i) const;                // element i (row-major) of a number or Bool tensor, as a double
+    TensorRef ref() const;                     // this tensor as an input of Session::run (valid while it lives)
+    static Tensor copy(const TensorRef& r, const std::string& name = "");  // an owned copy of r
     struct Impl;
     explicit Tensor(std::shared_ptr<const Impl> impl);  // (made by Session::run)
 
 private:
+    friend struct TensorAccess;  // (the implementation's)
     std::shared_ptr<const Impl> impl_;
 };
+
+// numpy .npy files (the format of `onnx2ggml run --input` and `--output-dir`): every numeric dtype, bool and
+// str (`<U`); errors name the file.
+ONNX2GGML_API Tensor load_npy(const std::string& path);
+ONNX2GGML_API void save_npy(const std::string& path, const Tensor& t);
+// The values `onnx2ggml run --random-inputs SEED` feeds: deterministic in (dtype, shape, seed); floats in
+// [-1, 1), integers in [0, 10), booleans 0/1 (not for String).
+ONNX2GGML_API Tensor random_tensor(DType dtype, const std::vector<int64_t>& shape, uint64_t seed);
+
+// `onnx2ggml check`'s comparison of an output with its expected value: numpy.testing.assert_allclose's rule
+// |got - expected| <= atol + rtol * |expected| per element, NaNs where the expected has them; integers and
+// booleans exactly; dtypes and shapes must match.
+struct Comparison {
+    bool pass = true;
+    double max_abs = 0, max_rel = 0, ref_max = 0;  // largest |got - expected|, and relative to |expected|
+    std::string why;                               // the first reason for a failure
+};
+ONNX2GGML_API Comparison compare(const Tensor& got, const Tensor& expected, double rtol = 1e-3, double atol = 1e-7);
 
 class ONNX2GGML_API Model {
 public:
@@ -145,6 +167,44 @@ struct SessionOptions {
     bool optimize = true;     // the fusion passes (`--no-optimize` turns them off)
     std::vector<std::string> disabled_passes;  // passes turned off by name (`--disable-pass`)
     size_t max_specializations = 8;            // cached specializations (input shapes + control values)
+    // Graph inputs bound to these values at compile time (`--freeze`); run() then takes the other inputs.
+    std::map<std::string, Tensor> frozen_inputs;
+    // Drop the host copy of the weights once they are uploaded, when no other signature can come (static
+    // shapes, no control inputs), or with one_signature after the first specialization: less memory
+    // (`onnx2ggml run`); a second signature is then an error (BadInput).
+    bool release_host_weights = false;
+    bool one_signature = false;  // the caller runs one signature (input shapes and control values) only
+    bool verbose = false;        // a line on stderr per run: specialization cache hit or miss, signature, time
+};
+
+// Where the nodes of a specialization run: the backend that run() names, the computing nodes per (backend,
+// ggml op), the nodes that fall back to the CPU (those the device cannot run), the scheduler's splits and copies.
+struct Placement {
+    std::string backend;
+    std::map<std::string, int> nodes;                        // graph nodes per backend
+    std::map<std::pair<std::string, std::string>, int> ops;  // computing nodes per (backend, ggml op)
+    struct Fallback {
+        std::string name, op, backend;  // the ONNX value a node computes (node_N for intermediates), its op
+    };
+    std::vector<Fallback> fallback;
+    int splits = 0, copies = 0;
+    uint64_t copy_bytes = 0;
+};
+
+// Time per ggml op type and backend, and per node, over the runs since profiling was turned on (each node
+// computed and timed alone); both by time, largest first.
+struct Profile {
+    struct Op {
+        std::string op, backend;
+        int nodes = 0;
+        double ms = 0;
+    };
+    struct Node {
+        std::string name, op, backend;
+        double ms = 0;
+    };
+    std::vector<Op> ops;
+    std::vector<Node> nodes;
 };
 
 struct SessionStats {
@@ -152,6 +212,7 @@ struct SessionStats {
     size_t cached = 0;                                       // specializations held now
     double specialize_ms = 0, last_specialize_ms = 0;
     std::vector<std::string> control_inputs;  // graph inputs whose values are specialized on, found so far
+    uint64_t shared_weight_bytes = 0;         // the uploaded weights every specialization shares
 };
 
 class ONNX2GGML_API Session {
@@ -169,8 +230,24 @@ public:
     // Inputs by name (every input given once); the outputs named, in that order (empty: all).
     std::vector<Tensor> run(const std::map<std::string, TensorRef>& feeds,
                             const std::vector<std::string>& output_names = {});
+    // What run() takes, in order: model().inputs() less the frozen ones.
+    std::vector<TensorInfo> inputs() const;
+    // The shapes of run()'s inputs when only some are `given` (to make the others, e.g. random ones): a
+    // given input's own (checked as run() checks it); for another, `shapes[name]`, else its static dims and
+    // the symbolic dims the given inputs bind; BadInput on a dim left unknown. `sources[name]` (a file
+    // name, say) is named in the messages about that input.
+    std::vector<std::vector<int64_t>> input_shapes(const std::map<std::string, TensorRef>& given,
+                                                   const std::map<std::string, std::vector<int64_t>>& shapes = {},
+                                                   const std::map<std::string, std::string>& sources = {}) const;
+    // Specializes (and caches) for these inputs without running: what a first run() would add to its time.
+    void prepare(const std::vector<TensorRef>& inputs);
     SessionStats stats() const;
     std::string backend() const;  // the device of the latest run ("" before the first)
+    // Profiling the latest run's specialization: while on, its nodes are computed and timed one by one
+    // (slower); turning it on again starts the counts anew. profile() reports what was counted.
+    void set_profiling(bool on);
+    Profile profile() const;
+    Placement placement() const;  // of the latest run's specialization (BadInput before the first run)
 
 private:
     struct Impl;
@@ -183,7 +260,11 @@ struct CompileOptions {
     std::map<std::string, std::vector<int64_t>> input_shapes;
     std::string weights = "f32";
     std::vector<std::string> weight_rules;
+    std::string gguf;  // weights from a GGUF written by quantize() for this model, with its rules unless given
     bool optimize = true;
+    std::vector<std::string> disabled_passes;
+    std::map<std::string, Tensor> frozen_inputs;  // graph inputs bound to values (`--freeze`)
+    uint64_t max_memory = 0;  // the process-wide memory budget in bytes (`--max-memory`); 0 keeps the current one
 };
 struct CompileReport {
     size_t lines = 0, weights = 0;

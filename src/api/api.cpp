@@ -44,6 +44,18 @@ core::WeightRules weight_rules(const std::string& base, const std::vector<std::s
 
 }  // namespace
 
+core::WeightRules rules_for(const core::Graph& loaded, const std::string& base, const std::vector<std::string>& rules,
+                            const std::string& gguf) {
+    core::WeightRules r = weight_rules(base, rules);
+    core::warn_unmatched_rules(r, loaded);
+    if (gguf.empty()) return r;
+    auto gw = std::make_shared<const core::GgufWeights>(gguf);
+    gw->check_model(loaded);
+    if (!r.user_given()) r = gw->recorded_rules();
+    r.gguf = gw;
+    return r;
+}
+
 [[noreturn]] void rethrow_as_api_error() {
     try {
         throw;
@@ -94,17 +106,70 @@ std::vector<std::string> Tensor::strings() const {
     return impl_->t.strings();
 }
 
+double Tensor::at(int64_t i) const {
+    const core::Tensor& t = impl_->t;
+    if (t.dtype == core::DType::String || t.dtype == core::DType::Undefined || i < 0 || i >= t.numel())
+        throw Error(ErrorCategory::BadInput, "Tensor::at(" + std::to_string(i) + ") of a " + core::dtype_name(t.dtype) +
+                                                 " tensor of shape " + core::shape_str(t.shape));
+    return t.getf(i);
+}
+
+TensorRef Tensor::ref() const {
+    const core::Tensor& t = impl_->t;
+    if (t.dtype == core::DType::String) return TensorRef{DType::String, t.shape, impl_->cstrs.data()};
+    return TensorRef{dtype(), t.shape, raw()};
+}
+
+Tensor Tensor::copy(const TensorRef& r, const std::string& name) {
+    try {
+        core::Tensor borrowed = to_core(r, name.empty() ? "Tensor::copy" : name);
+        if (borrowed.dtype == core::DType::String) return make_tensor(name, borrowed);  // (already copied)
+        core::Tensor t = core::Tensor::zeros(borrowed.dtype, borrowed.shape);
+        if (t.nbytes()) std::memcpy(t.data(), borrowed.data(), t.nbytes());
+        return make_tensor(name, std::move(t));
+    } catch (...) { rethrow_as_api_error(); }
+}
+
 Tensor::Tensor(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 
 Tensor make_tensor(std::string name, core::Tensor t) {
-    return Tensor(std::make_shared<Tensor::Impl>(Tensor::Impl{std::move(name), std::move(t)}));
+    auto impl = std::make_shared<Tensor::Impl>(Tensor::Impl{std::move(name), std::move(t), {}});
+    if (impl->t.dtype == core::DType::String)
+        for (const std::string& s : impl->t.strings()) impl->cstrs.push_back(s.c_str());
+    return Tensor(std::move(impl));
+}
+
+Tensor load_npy(const std::string& path) {
+    try {
+        return make_tensor("", core::read_npy(path));
+    } catch (...) { rethrow_as_api_error(); }
+}
+
+void save_npy(const std::string& path, const Tensor& t) {
+    try {
+        core::write_npy(path, core_of(t));
+    } catch (...) { rethrow_as_api_error(); }
+}
+
+Tensor random_tensor(DType dtype, const std::vector<int64_t>& shape, uint64_t seed) {
+    try {
+        if (dtype == DType::String) core::bad_input("random_tensor: no random strings");
+        return make_tensor("", core::random_tensor(core::DType(int(dtype)), shape, seed));
+    } catch (...) { rethrow_as_api_error(); }
+}
+
+Comparison compare(const Tensor& got, const Tensor& expected, double rtol, double atol) {
+    try {
+        core::Comparison c = core::compare(core_of(got), core_of(expected), rtol, atol);
+        return Comparison{c.pass, c.max_abs, c.max_rel, c.ref_max, c.why};
+    } catch (...) { rethrow_as_api_error(); }
 }
 
 // ---- Model ---------------------------------------------------------------------------------------
 
 Model::Model(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 
-static Model make_model(core::Graph g) {
+Model model_of(core::Graph g) {
     auto impl = std::make_shared<Model::Impl>();
     for (int id : g.inputs) impl->inputs.push_back(info(g.values[size_t(id)]));
     for (const core::Value& v : g.declared_outputs) impl->outputs.push_back(info(v));
@@ -114,7 +179,7 @@ static Model make_model(core::Graph g) {
 
 Model Model::load(const std::string& path) {
     try {
-        return make_model(core::load_onnx(path));
+        return model_of(core::load_onnx(path));
     } catch (...) { rethrow_as_api_error(); }
 }
 
@@ -122,7 +187,7 @@ Model Model::from_bytes(const void* data, size_t size, const std::string& base_d
     try {
         if (!data && size) core::bad_input("Model::from_bytes: no data");
         std::string bytes(static_cast<const char*>(data), size);
-        return make_model(core::load_onnx_from_bytes(bytes, "<memory>", base_dir));
+        return model_of(core::load_onnx_from_bytes(bytes, "<memory>", base_dir));
     } catch (...) { rethrow_as_api_error(); }
 }
 
@@ -146,21 +211,17 @@ Session::Session(const Model& model, const SessionOptions& o) {
         core::CompileOptions copts;
         copts.optimize = o.optimize;
         copts.disabled_passes = o.disabled_passes;
-        core::WeightRules rules = weight_rules(o.weights, o.weight_rules);
-        core::warn_unmatched_rules(rules, loaded);
-        if (!o.gguf.empty()) {
-            auto gw = std::make_shared<const core::GgufWeights>(o.gguf);
-            gw->check_model(loaded);
-            if (!rules.user_given()) rules = gw->recorded_rules();
-            rules.gguf = gw;
-        }
+        core::WeightRules rules = rules_for(loaded, o.weights, o.weight_rules, o.gguf);
         if (o.max_memory) core::set_memory_limit(o.max_memory);
         if (o.max_specializations == 0) core::bad_input("SessionOptions::max_specializations must be at least 1");
         if (o.threads < 0) core::bad_input("SessionOptions::threads must be >= 0");
-        core::SessionOptions so{o.backend, o.threads, rules, false};
+        for (auto& kv : o.frozen_inputs) copts.frozen_inputs[kv.first] = core_of(kv.second);
+        core::SessionOptions so{o.backend, o.threads, rules, o.release_host_weights};
         impl_ = std::make_unique<Impl>(model);
         // the graph copy shares the initializers' bytes with the Model (storage is reference counted)
         impl_->s = std::make_unique<core::SpecializingSession>(loaded, copts, so, o.max_specializations);
+        impl_->s->set_verbose(o.verbose);
+        if (o.one_signature) impl_->s->expect_one_signature();
     } catch (...) { rethrow_as_api_error(); }
 }
 
@@ -170,16 +231,113 @@ Session& Session::operator=(Session&&) noexcept = default;
 
 const Model& Session::model() const { return impl_->model; }
 
-std::vector<Tensor> Session::run(const std::vector<TensorRef>& inputs) {
+// run()'s inputs as core tensors reading the caller's memory
+static std::vector<core::Tensor> core_inputs(const core::SpecializingSession& s, const std::vector<TensorRef>& inputs) {
+    const core::Graph& g = s.model();
+    const std::vector<int>& ids = s.input_ids();
+    if (inputs.size() != ids.size())
+        core::bad_input(g.path + ": run takes " + std::to_string(ids.size()) + " inputs, got " +
+                        std::to_string(inputs.size()));
+    std::vector<core::Tensor> ins;
+    for (size_t k = 0; k < inputs.size(); ++k)
+        ins.push_back(to_core(inputs[k], g.path + ": input '" + g.values[size_t(ids[k])].name + "'"));
+    return ins;
+}
+
+std::vector<TensorInfo> Session::inputs() const {
+    std::vector<TensorInfo> r;
+    for (int id : impl_->s->input_ids()) r.push_back(info(impl_->s->model().values[size_t(id)]));
+    return r;
+}
+
+std::vector<std::vector<int64_t>> Session::input_shapes(const std::map<std::string, TensorRef>& given,
+                                                        const std::map<std::string, std::vector<int64_t>>& shapes,
+                                                        const std::map<std::string, std::string>& sources) const {
     try {
         const core::Graph& g = impl_->s->model();
         const std::vector<int>& ids = impl_->s->input_ids();
-        if (inputs.size() != ids.size())
-            core::bad_input(g.path + ": run takes " + std::to_string(ids.size()) + " inputs, got " +
-                            std::to_string(inputs.size()));
-        std::vector<core::Tensor> ins;
-        for (size_t k = 0; k < inputs.size(); ++k)
-            ins.push_back(to_core(inputs[k], g.path + ": input '" + g.values[size_t(ids[k])].name + "'"));
+        auto known = [&](const std::string& n) {
+            return std::any_of(ids.begin(), ids.end(), [&](int id) { return g.values[size_t(id)].name == n; });
+        };
+        for (auto& kv : given)
+            if (!known(kv.first)) core::bad_input(g.path + ": '" + kv.first + "' is not an input of the model");
+        for (auto& kv : shapes)
+            if (!known(kv.first)) core::bad_input(g.path + ": '" + kv.first + "' is not an input of the model");
+        std::vector<core::Tensor> held(ids.size());
+        std::vector<const core::Tensor*> in(ids.size(), nullptr);
+        std::vector<std::string> src(ids.size());
+        core::CompileOptions o;
+        for (auto& kv : shapes) o.input_shapes[kv.first] = kv.second;
+        for (size_t k = 0; k < ids.size(); ++k) {
+            const std::string& name = g.values[size_t(ids[k])].name;
+            auto it = given.find(name);
+            if (it != given.end()) {
+                held[k] = to_core(it->second, g.path + ": input '" + name + "'");
+                in[k] = &held[k];
+            }
+            auto s = sources.find(name);
+            if (s != sources.end()) src[k] = s->second;
+        }
+        return core::resolve_input_shapes(g, ids, in, o, src);
+    } catch (...) { rethrow_as_api_error(); }
+}
+
+void Session::prepare(const std::vector<TensorRef>& inputs) {
+    try {
+        std::vector<core::Tensor> ins = core_inputs(*impl_->s, inputs);
+        std::lock_guard<std::mutex> lock(impl_->mu);
+        impl_->backend = impl_->s->session_for(ins).backend_name();
+    } catch (...) { rethrow_as_api_error(); }
+}
+
+// the latest run's specialization (locked by the caller)
+static core::Session& latest(core::SpecializingSession& s, const char* what) {
+    if (!s.last()) core::bad_input(std::string("Session::") + what + ": nothing has run yet");
+    return *s.last();
+}
+
+void Session::set_profiling(bool on) {
+    try {
+        std::lock_guard<std::mutex> lock(impl_->mu);
+        latest(*impl_->s, "set_profiling").set_profile(on);
+    } catch (...) { rethrow_as_api_error(); }
+}
+
+Profile Session::profile() const {
+    try {
+        std::lock_guard<std::mutex> lock(impl_->mu);
+        const core::Session& s = latest(*impl_->s, "profile");
+        Profile p;
+        for (auto& r : s.profile()) p.ops.push_back({r.op, r.backend, r.nodes, r.ms});
+        for (auto& n : s.profile_nodes()) p.nodes.push_back({n.name, n.op, n.backend, n.ms});
+        return p;
+    } catch (...) { rethrow_as_api_error(); }
+}
+
+Placement placement_of(const core::Session& s) {
+    core::SchedStats st = s.sched_stats();
+    Placement p;
+    p.backend = s.backend_name();
+    p.nodes = st.nodes;
+    p.ops = st.ops;
+    for (auto& f : st.fallback) p.fallback.push_back({f.name, f.op, f.backend});
+    p.splits = st.splits;
+    p.copies = st.copies;
+    p.copy_bytes = st.copy_bytes;
+    return p;
+}
+
+Placement Session::placement() const {
+    try {
+        std::lock_guard<std::mutex> lock(impl_->mu);
+        return placement_of(latest(*impl_->s, "placement"));
+    } catch (...) { rethrow_as_api_error(); }
+}
+
+std::vector<Tensor> Session::run(const std::vector<TensorRef>& inputs) {
+    try {
+        const core::Graph& g = impl_->s->model();
+        std::vector<core::Tensor> ins = core_inputs(*impl_->s, inputs);
         std::lock_guard<std::mutex> lock(impl_->mu);
         std::vector<core::Tensor> outs = impl_->s->run(ins);
         if (core::Session* last = impl_->s->last()) impl_->backend = last->backend_name();
@@ -229,7 +387,8 @@ SessionStats Session::stats() const {
                         impl_->s->cached(),
                         st.specialize_ms,
                         st.last_specialize_ms,
-                        impl_->s->control_inputs()};
+                        impl_->s->control_inputs(),
+                        impl_->s->shared_weight_bytes()};
 }
 
 std::string Session::backend() const {
@@ -239,7 +398,7 @@ std::string Session::backend() const {
 
 core::Tensor to_core(const TensorRef& r, const std::string& what) {
     core::DType dt = core::DType(int(r.dtype));
-    if (!core::dtype_known(int(r.dtype)) || dt == core::DType::Undefined)
+    if (dt != core::DType::String && !core::dtype_known(int(r.dtype)))  // (dtype_known: the numeric ones)
         core::bad_input(what + ": unknown dtype " + std::to_string(int(r.dtype)));
     for (int64_t d : r.shape)
         if (d < 0) core::bad_input(what + ": negative dim in shape " + core::shape_str(r.shape));
@@ -263,13 +422,15 @@ core::Tensor to_core(const TensorRef& r, const std::string& what) {
 CompileReport compile(const std::string& model_path, const std::string& out_dir, const CompileOptions& o) {
     try {
         if (out_dir.empty()) core::bad_input("compile needs an output folder");
+        if (o.max_memory) core::set_memory_limit(o.max_memory);
         core::Graph g = core::load_onnx(model_path);
-        core::WeightRules rules = weight_rules(o.weights, o.weight_rules);
-        core::warn_unmatched_rules(rules, g);
+        core::WeightRules rules = rules_for(g, o.weights, o.weight_rules, o.gguf);
         core::GgufMeta meta = core::gguf_model_meta(g, rules);
         core::CompileOptions copts;
         copts.optimize = o.optimize;
+        copts.disabled_passes = o.disabled_passes;
         for (auto& kv : o.input_shapes) copts.input_shapes[kv.first] = kv.second;
+        for (auto& kv : o.frozen_inputs) copts.frozen_inputs[kv.first] = core_of(kv.second);
         core::specialize(g, copts);
         core::optimize(g, copts);
         core::validate(g);

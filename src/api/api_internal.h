@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "runtime/session.h"
 #include "onnx2ggml/onnx2ggml.hpp"
 
 namespace onnx2ggml {
@@ -17,9 +18,22 @@ struct Model::Impl {
 struct Tensor::Impl {
     std::string name;
     core::Tensor t;
+    std::vector<const char*> cstrs;  // a String tensor's elements as TensorRef reads them (ref())
 };
 
 Tensor make_tensor(std::string name, core::Tensor t);
+Model model_of(core::Graph loaded);  // a Model of a graph as loaded
+struct TensorAccess {
+    static const Tensor::Impl& impl(const Tensor& t) { return *t.impl_; }
+};
+inline const core::Tensor& core_of(const Tensor& t) { return TensorAccess::impl(t).t; }
+// The weights' rules on the model `loaded` (as loaded, before passes), a warning for a rule naming no
+// initializer; with a GGUF, its weights (refused when written for another model) and, unless rules are
+// given, the rules it was written with.
+core::WeightRules rules_for(const core::Graph& loaded, const std::string& base, const std::vector<std::string>& rules,
+                            const std::string& gguf);
+// Where a built core Session's nodes run (Session::placement, and `inspect --backend`).
+Placement placement_of(const core::Session& s);
 // A core tensor reading the caller's memory in place (`what` names it in errors).
 core::Tensor to_core(const TensorRef& r, const std::string& what);
 // Inside a catch block: rethrows the exception in flight as an onnx2ggml::Error.

@@ -1,5 +1,8 @@
 // The onnx2ggml command: inspect / run / compile / check / bench / compare / quantize.
 // Exit codes: 0 ok, 1 numeric mismatch, 2 bad usage or bad input, 3 unsupported model, 4 internal error.
+// This file parses the command line and holds the commands that report the compiler's internals (inspect,
+// compare, quantize, check on an ONNX backend-test folder); run, check MODEL, bench and compile are
+// written on the public API (run.cpp).
 #include <dirent.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -18,6 +21,8 @@
 #include <set>
 #include <sstream>
 
+#include "api/api_internal.h"
+#include "cli/cli.h"
 #include "onnx/loader.h"
 #include "onnx2ggml_core.h"
 #include "o2g_build_version.h"
@@ -30,6 +35,9 @@
 #include "util/progress.h"
 
 using namespace onnx2ggml::core;
+using onnx2ggml::cli::Args;
+using onnx2ggml::cli::InputSet;
+using onnx2ggml::cli::json_str;
 
 namespace {
 
@@ -40,7 +48,8 @@ const char* kUsage =
     "                [--backend B] (where its nodes run on B: per backend and ggml op, the CPU's fallback, the "
     "scheduler's splits)\n"
     "  run     MODEL [--input NAME=FILE.npy ...] [--random-inputs SEED] [--input-shape NAME=DIMS ...]\n"
-    "                [--then --input ... (another input set, same session)] [--output-dir DIR] [--backend NAME|auto|rpc:HOST:PORT[,...]]\n"
+    "                [--then --input ... (another input set, same session)] [--output-dir DIR] [--backend "
+    "NAME|auto|rpc:HOST:PORT[,...]]\n"
     "                [--threads N] [--profile] [--verbose] [--max-specializations N]\n"
     "  compile MODEL -o OUTDIR [--input-shape NAME=DIMS ...]\n"
     "  quantize MODEL -o FILE.gguf --weights TYPE [--weights-rule REGEX=TYPE ...] [--input-shape NAME=DIMS ...]\n"
@@ -80,32 +89,6 @@ const char* kUsage =
     "        --quiet (no progress bars; they are drawn on a terminal only, for steps longer than half a second)\n"
     "exit codes: 0 ok, 1 numeric mismatch, 2 bad usage or input, 3 unsupported model, 4 internal error\n";
 
-// One set of inputs (and expected outputs) of run/check: `--then` starts the next, run in the same session.
-struct InputSet {
-    std::vector<std::pair<std::string, std::string>> inputs, expects;
-    std::map<std::string, Shape> shapes;  // --input-shape
-};
-
-struct Args {
-    std::string cmd, model, outdir, output_dir, backend = "auto";
-    bool backend_given = false;  // --backend on the command line (inspect then reports the placement)
-    std::vector<std::pair<std::string, std::string>> inputs, expects;  // of the current (after parse: the first) set
-    std::vector<InputSet> sets;
-    CompileOptions copts;
-    int threads = 0, repeat = 10, warmup = 2;
-    size_t max_specs = 8;
-    bool json = false, ggml = false, has_seed = false, profile = false, verbose = false;
-    uint64_t seed = 0;
-    double rtol = 1e-3, atol = 1e-7;
-    WeightRules weights;             // --weights, --weights-rule
-    std::string gguf;                // --gguf
-    std::string reference = "host";  // compare; check TESTDIR --reference host
-    bool reference_given = false;
-    std::string dot, svg;     // inspect, compare: pictures
-    bool no_inplace = false;  // compare
-    double tolerance = 1e-4;  // compare
-};
-
 Shape parse_dims(const std::string& s, const std::string& what) {
     Shape r;
     if (s == "scalar" || s.empty()) return r;
@@ -127,6 +110,7 @@ std::pair<std::string, std::string> split_eq(const std::string& v, const char* o
 
 Args parse(int argc, char** argv) {
     Args a;
+    InputSet cur;  // the set being read; --then starts the next
     if (argc < 2) bad_input(std::string("missing command\n") + kUsage);
     a.cmd = argv[1];
     for (int i = 2; i < argc; ++i) {
@@ -145,12 +129,12 @@ Args parse(int argc, char** argv) {
         };
         if (s == "--input-shape") {
             auto kv = split_eq(next(), "--input-shape");
-            a.copts.input_shapes[kv.first] = parse_dims(kv.second, "--input-shape");
-        } else if (s == "--input") a.inputs.push_back(split_eq(next(), "--input"));
-        else if (s == "--expect") a.expects.push_back(split_eq(next(), "--expect"));
+            cur.shapes[kv.first] = parse_dims(kv.second, "--input-shape");
+        } else if (s == "--input") cur.inputs.push_back(split_eq(next(), "--input"));
+        else if (s == "--expect") cur.expects.push_back(split_eq(next(), "--expect"));
         else if (s == "--freeze") {
             auto kv = split_eq(next(), "--freeze");
-            a.copts.frozen_inputs[kv.first] = read_npy(kv.second);
+            a.freeze.push_back(kv);
         } else if (s == "--random-inputs") {
             a.seed = uint64_t(num(next()));
             a.has_seed = true;
@@ -162,7 +146,7 @@ Args parse(int argc, char** argv) {
         else if (s == "--warmup") a.warmup = std::max(0, int(num(next())));
         else if (s == "--rtol") a.rtol = num(next());
         else if (s == "--atol") a.atol = num(next());
-        else if (s == "--max-memory") set_memory_limit(parse_size(next()));
+        else if (s == "--max-memory") a.max_memory = parse_size(next());
         else if (s == "--json") a.json = true;
         else if (s == "--reference") a.reference = next(), a.reference_given = true;
         else if (s == "--dot") a.dot = next();
@@ -175,19 +159,19 @@ Args parse(int argc, char** argv) {
         else if (s == "--verbose") a.verbose = true;
         else if (s == "--max-specializations") a.max_specs = size_t(std::max(1.0, num(next())));
         else if (s == "--then") {
-            a.sets.push_back({a.inputs, a.expects, a.copts.input_shapes});
-            a.inputs.clear();
-            a.expects.clear();
-            a.copts.input_shapes.clear();
-        } else if (s == "--no-optimize") a.copts.optimize = false;
+            a.sets.push_back(cur);
+            cur = InputSet{};
+        } else if (s == "--no-optimize") a.optimize = false;
         else if (s == "--weights") {
             std::string w = next();
-            a.weights.base = weight_type_by_name(w);
-            if (a.weights.base == GGML_TYPE_COUNT)
+            a.weights = w;
+            if (weight_type_by_name(w) == GGML_TYPE_COUNT)
                 bad_input("--weights takes " + weight_type_names() + ", not '" + w + "'");
-        } else if (s == "--weights-rule") a.weights.rules.push_back(parse_weight_rule(next()));
-        else if (s == "--gguf") a.gguf = next();
-        else if (s == "--disable-pass") a.copts.disabled_passes.push_back(next());
+        } else if (s == "--weights-rule") {
+            a.weight_rules.push_back(next());
+            parse_weight_rule(a.weight_rules.back());  // checked here: exit 2 before any work
+        } else if (s == "--gguf") a.gguf = next();
+        else if (s == "--disable-pass") a.disabled_passes.push_back(next());
         else if (s == "-h" || s == "--help") {
             std::cout << kUsage;
             exit(0);
@@ -195,86 +179,32 @@ Args parse(int argc, char** argv) {
         else if (a.model.empty()) a.model = s;
         else bad_input("unexpected argument '" + s + "'");
     }
-    a.sets.push_back({a.inputs, a.expects, a.copts.input_shapes});
-    a.inputs = a.sets[0].inputs;  // compile, inspect and bench take the first set
-    a.expects = a.sets[0].expects;
-    a.copts.input_shapes = a.sets[0].shapes;
+    a.sets.push_back(cur);
     return a;
 }
 
-std::string json_str(const std::string& s) {
-    std::string r = "\"";
-    for (unsigned char c : s) {
-        if (c == '"' || c == '\\') {
-            r += '\\';
-            r += char(c);
-        } else if (c < 0x20) {
-            char b[8];
-            snprintf(b, sizeof b, "\\u%04x", c);
-            r += b;
-        } else r += char(c);
-    }
-    return r + "\"";
-}
-
-// The inputs of one set in the session's order: from --input files (their shapes bind the dynamic
-// dims), else random with --random-inputs (shapes from --input-shape and the dims the files bind).
-std::vector<Tensor> gather_inputs(const SpecializingSession& s, const Args& a, const InputSet& set) {
-    const Graph& g = s.model();
-    const std::vector<int>& ids = s.input_ids();
-    std::map<std::string, std::string> files(set.inputs.begin(), set.inputs.end());
-    std::vector<Tensor> r(ids.size());
-    std::vector<const Tensor*> given(ids.size(), nullptr);
-    std::vector<std::string> sources(ids.size());
-    for (size_t k = 0; k < ids.size(); ++k) {
-        const Value& v = g.values[size_t(ids[k])];
-        auto it = files.find(v.name);
-        if (it != files.end()) {
-            r[k] = read_npy(it->second);
-            given[k] = &r[k];
-            sources[k] = it->second;
-            files.erase(it);
-        } else if (v.dtype == DType::String) {
-            bad_input(g.path + ": input '" + v.name + "' is a string tensor: give --input " + v.name +
-                      "=FILE.npy (a numpy str array); --random-inputs makes numbers only");
-        } else if (!a.has_seed) {
-            bad_input(g.path + ": no value for input '" + v.name + "' " + shape_str(v.shape) + " " +
-                      dtype_name(v.dtype) + " (give --input " + v.name + "=FILE.npy or --random-inputs SEED)");
-        }
-    }
-    if (!files.empty()) bad_input("'" + files.begin()->first + "' is not an input of " + g.path);
-    for (auto& kv : set.shapes)
-        if (std::none_of(ids.begin(), ids.end(), [&](int id) { return g.values[size_t(id)].name == kv.first; }))
-            bad_input(g.path + ": --input-shape names '" + kv.first + "', which is not a graph input");
+// The compiler's options of the internal commands (inspect, compare, quantize, check TESTDIR): the first
+// input set's shapes, --freeze, the passes
+CompileOptions core_options(const Args& a) {
     CompileOptions o;
-    o.input_shapes = set.shapes;
-    std::vector<Shape> shapes = resolve_input_shapes(g, ids, given, o, sources);
-    for (size_t k = 0; k < ids.size(); ++k)
-        if (!given[k]) r[k] = random_tensor(g.values[size_t(ids[k])].dtype, shapes[k], a.seed + k);
+    o.input_shapes = a.sets[0].shapes;
+    for (auto& kv : onnx2ggml::cli::frozen_inputs(a)) o.frozen_inputs[kv.first] = onnx2ggml::core_of(kv.second);
+    o.optimize = a.optimize;
+    o.disabled_passes = a.disabled_passes;
+    return o;
+}
+
+// --weights and --weights-rule as given (checked by parse)
+WeightRules given_rules(const Args& a) {
+    WeightRules r;
+    r.base = weight_type_by_name(a.weights);
+    for (auto& x : a.weight_rules) r.rules.push_back(parse_weight_rule(x));
     return r;
 }
 
-// The weights' rules of a command on the model `loaded` (as loaded, before passes): --weights and
-// --weights-rule (a warning for a rule naming no initializer); with --gguf, the GGUF's weights (refused
-// when written for another model) and, unless rules are given, the rules it was written with.
+// ... and with --gguf, as run takes them (onnx2ggml::rules_for: the API's)
 WeightRules rules_for(const Args& a, const Graph& loaded) {
-    warn_unmatched_rules(a.weights, loaded);
-    if (a.gguf.empty()) return a.weights;
-    auto gw = std::make_shared<const GgufWeights>(a.gguf);
-    gw->check_model(loaded);
-    WeightRules r = a.weights.user_given() ? a.weights : gw->recorded_rules();
-    r.gguf = gw;
-    return r;
-}
-
-// The session of run/check/bench: the model specialized per input set (shapes and control values).
-std::unique_ptr<SpecializingSession> open_session(const Args& a, bool release_host_constants) {
-    Graph g = load_onnx(a.model);
-    SessionOptions so{a.backend, a.threads, rules_for(a, g), release_host_constants};
-    auto s = std::make_unique<SpecializingSession>(std::move(g), a.copts, so, a.max_specs);
-    s->set_verbose(a.verbose);
-    if (a.sets.size() == 1) s->expect_one_signature();
-    return s;
+    return onnx2ggml::rules_for(loaded, a.weights, a.weight_rules, a.gguf);
 }
 
 // --dot FILE / --svg FILE
@@ -283,58 +213,14 @@ void write_pictures(const Args& a, const std::string& dot) {
     if (!a.svg.empty()) write_picture(dot, a.svg, true);
 }
 
-// Where the nodes of a built session run (inspect --backend, run --profile): computing nodes per backend and
-// ggml op, the CPU's fallback nodes (those the session's device cannot run), the scheduler's splits and copies.
-std::string placement_text(const Session& s, bool per_op) {
-    SchedStats st = s.sched_stats();
-    std::ostringstream o;
-    std::map<std::string, int> per;
-    for (auto& kv : st.ops) per[kv.first.first] += kv.second;
-    o << "placement (--backend " << s.backend_name() << "):";
-    for (auto& kv : per) o << " " << kv.first << " " << kv.second;
-    o << " computing nodes; " << st.fallback.size() << " fall back to the CPU\n";
-    for (auto& kv : per) {
-        if (!per_op) break;
-        o << "  " << kv.first << ":";
-        for (auto& op : st.ops)
-            if (op.first.first == kv.first) o << " " << op.first.second << " " << op.second;
-        o << "\n";
-    }
-    for (size_t i = 0; i < st.fallback.size() && i < 20; ++i)
-        o << "  fallback: " << st.fallback[i].name << " (" << st.fallback[i].op << ", " << st.fallback[i].backend
-          << ")\n";
-    if (st.fallback.size() > 20) o << "  fallback: ... " << st.fallback.size() - 20 << " more\n";
-    char line[160];
-    snprintf(line, sizeof line, "scheduler: %d splits, %d copies between backends (%.1f MB)\n", st.splits, st.copies,
-             double(st.copy_bytes) / 1e6);
-    return o.str() + line;
-}
-
-std::string placement_json(const Session& s) {
-    SchedStats st = s.sched_stats();
-    std::ostringstream o;
-    o << "{\"backend\": " << json_str(s.backend_name()) << ", \"ops\": {";
-    bool first = true;
-    for (auto& kv : st.ops) {
-        o << (first ? "" : ", ") << json_str(kv.first.first + "/" + kv.first.second) << ": " << kv.second;
-        first = false;
-    }
-    o << "}, \"fallback\": [";
-    for (size_t i = 0; i < st.fallback.size(); ++i)
-        o << (i ? ", " : "") << "{\"name\": " << json_str(st.fallback[i].name) << ", \"op\": "
-          << json_str(st.fallback[i].op) << ", \"backend\": " << json_str(st.fallback[i].backend) << "}";
-    o << "], \"splits\": " << st.splits << ", \"copies\": " << st.copies << ", \"copy_bytes\": " << st.copy_bytes
-      << "}";
-    return o.str();
-}
-
 int cmd_inspect(const Args& a) {
     Graph g = load_onnx(a.model);
+    const CompileOptions copts = core_options(a);
     std::vector<UnsupportedOp> bad;
     bool shapes_ok = true;
     std::string shape_error;
     try {
-        specialize(g, a.copts, &bad);
+        specialize(g, copts, &bad);
     } catch (const Error& e) {
         if (e.code != kExitBadInput) throw;
         shapes_ok = false;  // e.g. dynamic dims without --input-shape: still report what we can
@@ -347,13 +233,13 @@ int cmd_inspect(const Args& a) {
         if (v.is_initializer && v.constant) params += v.constant->numel();
     std::map<std::string, int> ghist;
     if (bad.empty() && shapes_ok) {
-        optimize(g, a.copts);
+        optimize(g, copts);
         validate(g, &bad);
     }
     if ((!a.dot.empty() || !a.svg.empty()) && shapes_ok) {
         // colored by backend when the graph builds; the graph's own structure otherwise
         if (bad.empty()) {
-            Session s(g, SessionOptions{a.backend, a.threads, a.weights});
+            Session s(g, SessionOptions{a.backend, a.threads, given_rules(a)});
             DotOptions d;
             d.session = &s;
             write_pictures(a, a.ggml ? ggml_graph_dot(s) : onnx_graph_dot(g, d));
@@ -368,8 +254,9 @@ int cmd_inspect(const Args& a) {
     // --backend: the graph built on that backend (weights uploaded), and where its nodes run
     std::string placement;
     if (a.backend_given && bad.empty() && shapes_ok) {
-        Session s(g, SessionOptions{a.backend, a.threads, a.weights});
-        placement = a.json ? placement_json(s) : placement_text(s, true);
+        Session s(g, SessionOptions{a.backend, a.threads, given_rules(a)});
+        onnx2ggml::Placement p = onnx2ggml::placement_of(s);
+        placement = a.json ? onnx2ggml::cli::placement_json(p) : onnx2ggml::cli::placement_text(p, true);
     }
     auto io = [&](const std::vector<int>& ids) {
         std::vector<std::string> r;
@@ -459,156 +346,6 @@ int cmd_inspect(const Args& a) {
     return bad.empty() ? 0 : kExitUnsupported;
 }
 
-// mkdir -p: the output folder and its parents; exit 2 naming the path when that fails
-void make_dirs(const std::string& dir) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec || !std::filesystem::is_directory(dir))
-        bad_input(dir + ": cannot create output folder" + (ec ? " (" + ec.message() + ")" : ""));
-}
-
-void write_outputs(const Graph& g, const std::vector<Tensor>& outs, const std::string& dir) {
-    make_dirs(dir);
-    std::string json = "{\n";
-    for (size_t k = 0; k < outs.size(); ++k) {
-        std::string file = "output_" + std::to_string(k) + ".npy";
-        write_npy(dir + "/" + file, outs[k]);
-        json += "  " + json_str(g.values[g.outputs[k]].name) + ": \"" + file + "\"" + (k + 1 < outs.size() ? "," : "") +
-                "\n";
-    }
-    json += "}\n";
-    std::ofstream(dir + "/outputs.json") << json;
-}
-
-// `run` without --output-dir: one line per output (name, dtype, shape, min/max/mean, the first values);
-// nothing is written
-void print_summary(const std::string& tag, const std::string& name, const Tensor& t) {
-    const int64_t n = t.numel(), shown = std::min<int64_t>(n, 6);
-    std::string line = tag + name + ": " + dtype_name(t.dtype) + " " + shape_str(t.shape);
-    char buf[64];
-    if (t.dtype == DType::String) {
-        const auto& v = t.strings();
-        line += " values:";
-        for (int64_t i = 0; i < shown; ++i) line += " " + json_str(v[size_t(i)]);
-    } else if (n > 0) {
-        double lo = t.getf(0), hi = lo, sum = 0;
-        for (int64_t i = 0; i < n; ++i) {
-            double x = t.getf(i);
-            lo = std::min(lo, x), hi = std::max(hi, x), sum += x;
-        }
-        snprintf(buf, sizeof buf, " min=%.6g max=%.6g mean=%.6g", lo, hi, sum / double(n));
-        line += std::string(buf) + " values:";
-        for (int64_t i = 0; i < shown; ++i) {
-            snprintf(buf, sizeof buf, " %.6g", t.getf(i));
-            line += buf;
-        }
-    }
-    if (shown < n) line += " ...";
-    std::cout << line << "\n";
-}
-
-// `run --verbose`: the process's peak memory after each input set
-void print_peak_rss(size_t set) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    fprintf(stderr, "onnx2ggml: after input set %zu: peak_rss_mb=%.1f\n", set, double(ru.ru_maxrss) / 1024.0);
-}
-
-void print_stats(const SpecializingSession& s) {
-    const SpecializationStats& st = s.stats();
-    std::string ctl;
-    for (auto& n : s.control_inputs()) ctl += (ctl.empty() ? "" : ",") + n;
-    fprintf(stderr,
-            "onnx2ggml: specializations: runs=%llu hits=%llu misses=%llu evictions=%llu cached=%zu specialize_ms=%.1f "
-            "control_inputs=%s shared_weights_mb=%.1f\n",
-            static_cast<unsigned long long>(st.runs), static_cast<unsigned long long>(st.hits),
-            static_cast<unsigned long long>(st.misses), static_cast<unsigned long long>(st.evictions), s.cached(),
-            st.specialize_ms, ctl.empty() ? "none" : ctl.c_str(), double(s.shared_weight_bytes()) / 1048576.0);
-}
-
-// `run --profile`: time per ggml op type and backend, per backend, the slowest nodes, and how the
-// scheduler cut the graph (stderr, largest first).
-void print_profile(const Session& s) {
-    auto rows = s.profile();
-    double total = 0;
-    std::map<std::string, double> per_backend;
-    for (auto& r : rows) total += r.ms, per_backend[r.backend] += r.ms;
-    SchedStats st = s.sched_stats();
-    fprintf(stderr, "profile (each node computed and timed alone; %.1f ms in all):\n", total);
-    fprintf(stderr, "  %-16s %-10s %6s %10s %6s\n", "ggml op", "backend", "nodes", "ms", "%");
-    for (auto& r : rows)
-        if (r.ms >= 0.01 || r.nodes > 0)
-            fprintf(stderr, "  %-16s %-10s %6d %10.2f %5.1f%%\n", r.op.c_str(), r.backend.c_str(), r.nodes, r.ms,
-                    total > 0 ? 100 * r.ms / total : 0.0);
-    fprintf(stderr, "per backend:\n");
-    for (auto& kv : st.nodes)
-        fprintf(stderr, "  %-10s %6d nodes %10.2f ms %5.1f%%\n", kv.first.c_str(), kv.second, per_backend[kv.first],
-                total > 0 ? 100 * per_backend[kv.first] / total : 0.0);
-    fprintf(stderr, "%s", placement_text(s, false).c_str());
-    auto nodes = s.profile_nodes();
-    fprintf(stderr, "slowest nodes:\n");
-    for (size_t i = 0; i < nodes.size() && i < 12; ++i)
-        fprintf(stderr, "  %10.2f ms %5.1f%%  %-16s %-10s %s\n", nodes[i].ms,
-                total > 0 ? 100 * nodes[i].ms / total : 0.0, nodes[i].op.c_str(), nodes[i].backend.c_str(),
-                nodes[i].name.c_str());
-}
-
-int cmd_run(const Args& a) {
-    auto ss = open_session(a, true);
-    const Graph& g = ss->model();
-    for (size_t si = 0; si < a.sets.size(); ++si) {
-        std::vector<Tensor> ins = gather_inputs(*ss, a, a.sets[si]);
-        if (a.profile) {   // one plain run to warm up, one with every node alone (a backend may prepare
-            ss->run(ins);  // kernels for nodes it fuses otherwise), then that again, timed
-            ss->last()->set_profile(true);
-            ss->run(ins);
-            ss->last()->set_profile(true);
-        }
-        uint64_t misses = ss->stats().misses;
-        auto t0 = std::chrono::steady_clock::now();
-        auto outs = ss->run(ins);
-        double run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        if (a.verbose)  // the first-run cost of a new signature (bench/first_run.py reads this line)
-            fprintf(stderr, "onnx2ggml: input set %zu: run_ms=%.3f %s\n", si, run_ms,
-                    ss->stats().misses > misses
-                        ? ("new_specialization specialize_ms=" + std::to_string(ss->stats().last_specialize_ms)).c_str()
-                        : "cached");
-        if (a.profile) {
-            print_profile(*ss->last());
-            ss->last()->set_profile(false);
-        }
-        std::string tag = a.sets.size() > 1 ? "set " + std::to_string(si) + ": " : "";
-        if (a.output_dir.empty()) {  // no folder given: a summary on stdout, no files
-            for (size_t k = 0; k < outs.size(); ++k) print_summary(tag, g.values[g.outputs[k]].name, outs[k]);
-        } else {  // several input sets: the outputs of set K go to DIR/K
-            write_outputs(g, outs, a.sets.size() == 1 ? a.output_dir : a.output_dir + "/" + std::to_string(si));
-            for (size_t k = 0; k < outs.size(); ++k)
-                std::cerr << tag << g.values[g.outputs[k]].name << " " << shape_str(outs[k].shape) << " "
-                          << dtype_name(outs[k].dtype) << "\n";
-        }
-        if (a.verbose) print_peak_rss(si);
-    }
-    if (a.verbose) print_stats(*ss);
-    return 0;
-}
-
-int cmd_compile(const Args& a) {
-    if (a.outdir.empty()) bad_input("compile needs -o OUTDIR");
-    Graph g = load_onnx(a.model);  // prepare(), with the weights' rules and the GGUF's model key taken as loaded
-    WeightRules rules = rules_for(a, g);
-    GgufMeta meta = gguf_model_meta(g, rules);
-    specialize(g, a.copts);
-    optimize(g, a.copts);
-    validate(g);
-    EmitReport r = emit_project(g, a.outdir, a.model, rules, meta);
-    std::cout
-        << "wrote " << a.outdir << ": model.cpp (" << r.lines
-        << " lines), model.h, main.cpp, npy.h, o2g_info.h, o2g_kernels.h, onednn/, CMakeLists.txt, model.gguf ("
-        << r.weights << " weights, " << r.weight_bytes << " bytes)\n"
-        << "build: cmake -S " << a.outdir << " -B " << a.outdir << "/build && cmake --build " << a.outdir << "/build\n";
-    return 0;
-}
-
 // `quantize`: the GGUF of the initializers' weights as the rules store them (the writer of `compile`), read
 // by --gguf. The stored forms (type, transposition, shape) are those of the lowering: the graph is prepared
 // and lowered as `run` would (dynamic dims: --input-shape).
@@ -618,8 +355,9 @@ int cmd_quantize(const Args& a) {
     Graph g = load_onnx(a.model);
     WeightRules rules = rules_for(a, g);
     GgufMeta meta = gguf_model_meta(g, rules);
-    specialize(g, a.copts);
-    optimize(g, a.copts);
+    const CompileOptions copts = core_options(a);
+    specialize(g, copts);
+    optimize(g, copts);
     validate(g);
     auto bg = build_graph(g, false, rules);
     std::vector<Weight> ws;
@@ -690,20 +428,23 @@ Tensor bf16_bits(Tensor t, DType want) {
 
 // `compare`: the table in graph order, the first divergence marked; exit 1 when there is one
 int cmd_compare(const Args& a) {
+    Graph loaded = load_onnx(a.model);
+    WeightRules rules = rules_for(a, loaded);
     std::map<std::string, Tensor> ins;
-    WeightRules rules;
-    {
-        auto ss = open_session(a, false);  // only to gather the inputs as `run` does (files, random, shapes)
-        std::vector<Tensor> v = gather_inputs(*ss, a, a.sets[0]);
-        for (size_t k = 0; k < v.size(); ++k) ins[ss->model().values[size_t(ss->input_ids()[k])].name] = v[k];
-        rules = ss->options().weights;
+    {  // the inputs as `run` gathers them (files, random, shapes), through a session that only resolves them
+        onnx2ggml::SessionOptions so = onnx2ggml::cli::session_options(a);
+        so.weights = "f32", so.weight_rules.clear(), so.gguf.clear();
+        onnx2ggml::Session s(onnx2ggml::model_of(std::move(loaded)), so);
+        std::vector<onnx2ggml::Tensor> v = onnx2ggml::cli::gather_inputs(s, a, a.sets[0]);
+        std::vector<onnx2ggml::TensorInfo> infos = s.inputs();
+        for (size_t k = 0; k < v.size(); ++k) ins[infos[k].name] = onnx2ggml::core_of(v[k]);
     }
     CompareOptions o;
     o.reference = a.reference;
     o.tolerance = a.tolerance;
     o.session = SessionOptions{a.backend, a.threads, rules};
     o.session.no_inplace = a.no_inplace;
-    o.copts = a.copts;
+    o.copts = core_options(a);
     o.picture = !a.dot.empty() || !a.svg.empty();
     o.work_dir = (a.output_dir.empty() ? std::filesystem::temp_directory_path().string() + "/onnx2ggml-compare-" +
                                              std::to_string(getpid())
@@ -769,9 +510,12 @@ int cmd_check(const Args& a) {
         auto sets = list_dir(dir, "test_data_set_");
         if (sets.empty()) bad_input(dir + ": no test_data_set_* folders");
         bool all = true;
-        Args m = a;
-        m.model = model;
-        auto ss = open_session(m, false);  // one session for every test set
+        const CompileOptions copts = core_options(a);
+        Graph loaded = load_onnx(model);
+        SessionOptions so{a.backend, a.threads, rules_for(a, loaded), false};
+        auto ss =
+            std::make_unique<SpecializingSession>(std::move(loaded), copts, so, a.max_specs);  // one for every set
+        ss->set_verbose(a.verbose);
         for (auto& set : sets) {
             std::string sd = dir + "/" + set;
             // inputs by name (the .pb's name, else the graph-input order)
@@ -796,7 +540,7 @@ int cmd_check(const Args& a) {
             if (a.reference_given) {  // the host reference's outputs (they are checked as ggml's would be)
                 if (a.reference != "host") bad_input("check TESTDIR takes --reference host only");
                 std::string gaps;
-                auto host = host_values(model, values, a.copts, &gaps);
+                auto host = host_values(model, values, copts, &gaps);
                 std::vector<Tensor> outs;
                 for (size_t k = 0; k < exp.size() && k < g0.outputs.size(); ++k)
                     exp[k] = bf16_bits(exp[k], g0.values[g0.outputs[k]].dtype);
@@ -819,7 +563,7 @@ int cmd_check(const Args& a) {
             for (int id : ss->input_ids()) ins.push_back(values.at(g0.values[id].name));
             auto outs = ss->run(ins);
             std::vector<std::string> frozen = ss->control_inputs();
-            for (auto& kv : a.copts.frozen_inputs) frozen.push_back(kv.first);
+            for (auto& kv : copts.frozen_inputs) frozen.push_back(kv.first);
             if (!frozen.empty()) {
                 std::string f;
                 for (auto& n : frozen) f += (f.empty() ? "" : ", ") + n;
@@ -835,53 +579,7 @@ int cmd_check(const Args& a) {
         printf("%s\n", all ? "PASS" : "FAIL");
         return all ? 0 : kExitMismatch;
     }
-    auto ss = open_session(a, true);
-    const Graph& g = ss->model();
-    bool all = true;
-    for (size_t si = 0; si < a.sets.size(); ++si) {
-        const InputSet& set = a.sets[si];
-        std::vector<Tensor> ins = gather_inputs(*ss, a, set);
-        std::map<std::string, std::string> ef(set.expects.begin(), set.expects.end());
-        std::vector<Tensor> exp;
-        for (int id : g.outputs) {
-            auto it = ef.find(g.values[id].name);
-            if (it == ef.end()) bad_input("no --expect for output '" + g.values[id].name + "'");
-            exp.push_back(read_npy(it->second));
-        }
-        all &= report(g, ss->run(ins), exp, a, a.sets.size() > 1 ? "set " + std::to_string(si) + ": " : "");
-    }
-    printf("%s\n", all ? "PASS" : "FAIL");
-    return all ? 0 : kExitMismatch;
-}
-
-int cmd_bench(const Args& a) {
-    Args b = a;
-    if (b.inputs.empty() && !b.has_seed) {
-        b.has_seed = true;
-        b.seed = 0;
-    }
-    if (b.sets.size() > 1) bad_input("bench takes one input set (no --then)");
-    auto ss = open_session(b, true);
-    std::vector<Tensor> ins = gather_inputs(*ss, b, b.sets[0]);
-    Session& s = ss->session_for(ins);  // specialized and allocated before timing
-    for (int i = 0; i < a.warmup; ++i) ss->run(ins);
-    std::vector<double> ms(size_t(std::max(a.repeat, 0)));  // written before timing: the record does not grow the RSS
-    for (int i = 0; i < a.repeat; ++i) {
-        auto t0 = std::chrono::steady_clock::now();
-        ss->run(ins);
-        ms[size_t(i)] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    }
-    std::vector<double> sorted = ms;
-    std::sort(sorted.begin(), sorted.end());
-    double med = sorted.size() % 2 ? sorted[sorted.size() / 2]
-                                   : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    printf("backend=%s threads=%d repeat=%d warmup=%d\n", s.backend_name().c_str(), a.threads, a.repeat, a.warmup);
-    printf("median_ms=%.3f min_ms=%.3f peak_rss_mb=%.1f times_ms=", med, sorted.front(), double(ru.ru_maxrss) / 1024.0);
-    for (size_t i = 0; i < ms.size(); ++i) printf("%s%.3f", i ? "," : "", ms[i]);
-    printf("\n");
-    return 0;
+    return onnx2ggml::cli::cmd_check_model(a);
 }
 
 int cmd_ops() {
@@ -950,14 +648,21 @@ int main(int argc, char** argv) {
         }
         if (a.cmd == "--version" || a.cmd == "version") return cmd_version();
         if (a.model.empty()) bad_input("missing MODEL\n" + std::string(kUsage));
+        // on the public API (run.cpp)
+        if (a.cmd == "run") return onnx2ggml::cli::cmd_run(a);
+        if (a.cmd == "compile") return onnx2ggml::cli::cmd_compile(a);
+        if (a.cmd == "bench") return onnx2ggml::cli::cmd_bench(a);
+        if (a.cmd == "check" && !is_dir(a.model)) return onnx2ggml::cli::cmd_check_model(a);
+        // on the compiler's internals
+        if (a.max_memory) set_memory_limit(a.max_memory);
         if (a.cmd == "inspect") return cmd_inspect(a);
-        if (a.cmd == "run") return cmd_run(a);
-        if (a.cmd == "compile") return cmd_compile(a);
         if (a.cmd == "quantize") return cmd_quantize(a);
         if (a.cmd == "check") return cmd_check(a);
         if (a.cmd == "compare") return cmd_compare(a);
-        if (a.cmd == "bench") return cmd_bench(a);
         bad_input("unknown command '" + a.cmd + "'\n" + kUsage);
+    } catch (const onnx2ggml::Error& e) {
+        std::cerr << "error: " << e.what() << "\n";
+        return e.exit_code();
     } catch (const Error& e) {
         std::cerr << "error: " << e.what() << "\n";
         return e.code;

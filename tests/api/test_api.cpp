@@ -72,6 +72,8 @@ onnx2ggml::SessionOptions two_threads() {
     return o;
 }
 
+std::string bytes_of(const onnx2ggml::Tensor& t) { return std::string(static_cast<const char*>(t.raw()), t.nbytes()); }
+
 void expect_same_bytes(const onnx2ggml::Tensor& t, const Npy& ref, const std::string& what) {
     ASSERT_EQ(t.shape(), ref.shape) << what;
     ASSERT_EQ(t.nbytes(), ref.bytes.size()) << what;
@@ -104,6 +106,69 @@ TEST(CppApi, TorchvisionModelsMatchTheCliBitForBit) {
         EXPECT_EQ(st.misses, 1u);  // one signature: specialized once, then found cached
         EXPECT_EQ(st.hits, 1u);
     }
+}
+
+// What the CLI's run/check/bench are written on: npy files, the random inputs of --random-inputs, check's
+// comparison, the shapes of inputs not given, specializing before a timed run, profiling and placement.
+TEST(CppApi, TheCliIsBuiltOnThePublicApi) {
+    const std::string work = env("O2G_WORK"), in_path = env("O2G_MODELS") + "/tinycnn/input.npy";
+    onnx2ggml::Tensor x = onnx2ggml::load_npy(in_path);
+    Npy in = read_npy(in_path);
+    ASSERT_EQ(x.shape(), in.shape);
+    ASSERT_EQ(bytes_of(x), in.bytes);
+    onnx2ggml::save_npy(work + "/api_copy.npy", onnx2ggml::Tensor::copy(x.ref(), "copy"));
+    EXPECT_EQ(read_npy(work + "/api_copy.npy").bytes, in.bytes);  // written back bit for bit
+    EXPECT_THROW(onnx2ggml::load_npy(work + "/missing.npy"), onnx2ggml::Error);
+
+    onnx2ggml::Model model = onnx2ggml::Model::load(model_path("tinycnn"));
+    onnx2ggml::Session s(model, two_threads());
+    EXPECT_THROW(s.placement(), onnx2ggml::Error);  // nothing has run yet
+    ASSERT_EQ(s.inputs().size(), 1u);
+    auto shapes = s.input_shapes({});  // a static model: its declared shape
+    ASSERT_EQ(shapes.size(), 1u);
+    EXPECT_EQ(shapes[0], in.shape);
+    EXPECT_THROW(s.input_shapes({{"nope", x.ref()}}), onnx2ggml::Error);
+
+    // --random-inputs 7: the CLI's outputs are the API's on random_tensor(dtype, shape, 7 + input index)
+    onnx2ggml::Tensor r = onnx2ggml::random_tensor(onnx2ggml::DType::Float, in.shape, 7);
+    EXPECT_EQ(bytes_of(r), bytes_of(onnx2ggml::random_tensor(onnx2ggml::DType::Float, in.shape, 7)));
+    EXPECT_NE(bytes_of(r), bytes_of(onnx2ggml::random_tensor(onnx2ggml::DType::Float, in.shape, 8)));
+    std::string dir = work + "/cli_random";
+    std::string cmd = "'" + env("O2G_CLI") + "' run '" + model_path("tinycnn") +
+                      "' --random-inputs 7 --threads 2 --output-dir '" + dir + "' 2>/dev/null";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    s.prepare({r.ref()});
+    EXPECT_EQ(s.stats().misses, 1u);
+    EXPECT_EQ(s.stats().runs, 0u);  // specialized, not run
+    auto outs = s.run({r.ref()});
+    expect_same_bytes(outs[0], read_npy(dir + "/output_0.npy"), "tinycnn --random-inputs 7");
+
+    // check's comparison: equal passes; 1% off fails and says why
+    onnx2ggml::Tensor same = onnx2ggml::load_npy(dir + "/output_0.npy");
+    onnx2ggml::Comparison c = onnx2ggml::compare(outs[0], same);
+    EXPECT_TRUE(c.pass);
+    EXPECT_EQ(c.max_abs, 0.0);
+    std::vector<float> off(static_cast<const float*>(same.raw()), static_cast<const float*>(same.raw()) + same.numel());
+    for (float& v : off) v *= 1.01f;
+    c = onnx2ggml::compare(outs[0], onnx2ggml::Tensor::copy(onnx2ggml::TensorRef::of(off.data(), same.shape())));
+    EXPECT_FALSE(c.pass);
+    EXPECT_FALSE(c.why.empty());
+    EXPECT_NEAR(outs[0].at(0), double(static_cast<const float*>(outs[0].raw())[0]), 0.0);
+
+    // --profile: every node timed alone while profiling is on; where the nodes ran
+    s.set_profiling(true);
+    s.run({r.ref()});
+    onnx2ggml::Profile p = s.profile();
+    s.set_profiling(false);
+    ASSERT_FALSE(p.ops.empty());
+    ASSERT_FALSE(p.nodes.empty());
+    double total = 0;
+    for (auto& op : p.ops) total += op.ms;
+    EXPECT_GT(total, 0.0);
+    onnx2ggml::Placement pl = s.placement();
+    EXPECT_EQ(pl.backend, s.backend());
+    EXPECT_FALSE(pl.ops.empty());
+    EXPECT_FALSE(pl.nodes.empty());
 }
 
 TEST(CApi, ResnetMatchesTheCliAndNamesItsInputs) {
@@ -314,8 +379,6 @@ TEST(CppApi, ASessionRunsOnWhicheverThreadCallsIt) {
 }
 
 namespace {
-
-std::string bytes_of(const onnx2ggml::Tensor& t) { return std::string(static_cast<const char*>(t.raw()), t.nbytes()); }
 
 // VmRSS in kB and the open descriptors of this process
 std::pair<long, int> rss_and_fds() {
