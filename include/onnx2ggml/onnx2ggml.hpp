@@ -265,6 +265,9 @@ struct CompileOptions {
     std::vector<std::string> disabled_passes;
     std::map<std::string, Tensor> frozen_inputs;  // graph inputs bound to values (`--freeze`)
     uint64_t max_memory = 0;  // the process-wide memory budget in bytes (`--max-memory`); 0 keeps the current one
+    // Dynamic dims of the generated program (`--dim`): a symbolic dim name of the inputs -> the values the
+    // program takes (at most 128 combinations in all); it then reads its input shapes at run time.
+    std::map<std::string, std::vector<int64_t>> dims;
 };
 struct CompileReport {
     size_t lines = 0, weights = 0;

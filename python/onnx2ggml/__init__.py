@@ -90,11 +90,13 @@ class InferenceSession:
         return self._session.backend
 
 
-def compile(path, out_dir, input_shapes=None, weights="f32", weight_rules=(), optimize=True):
+def compile(path, out_dir, input_shapes=None, weights="f32", weight_rules=(), optimize=True, dims=None):
     """`onnx2ggml compile`: writes the standalone ggml program of the model into out_dir; returns
-    {"lines", "weights", "weight_bytes"}."""
+    {"lines", "weights", "weight_bytes"}. dims: {symbolic dim name: [values]} (`--dim`): the program then reads
+    those dims from its inputs at run time."""
     shapes = {k: [int(d) for d in v] for k, v in (input_shapes or {}).items()}
-    return _compile(str(path), str(out_dir), shapes, weights, list(weight_rules), optimize)
+    dyn = {k: [int(d) for d in v] for k, v in (dims or {}).items()}
+    return _compile(str(path), str(out_dir), shapes, weights, list(weight_rules), optimize, dyn)
 
 
 def check(path, feeds, expected, rtol=1e-3, atol=1e-7, **session_args):

@@ -9,6 +9,7 @@
 #include <new>
 
 #include "o2g_build_version.h"
+#include "codegen/dynamic.h"
 #include "onnx/loader.h"
 #include "onnx2ggml_core.h"
 #include "util/limits.h"
@@ -431,6 +432,19 @@ CompileReport compile(const std::string& model_path, const std::string& out_dir,
         copts.disabled_passes = o.disabled_passes;
         for (auto& kv : o.input_shapes) copts.input_shapes[kv.first] = kv.second;
         for (auto& kv : o.frozen_inputs) copts.frozen_inputs[kv.first] = core_of(kv.second);
+        if (!o.dims.empty()) {
+            std::vector<core::DynamicDim> dims;
+            for (auto& kv : o.dims) {
+                core::DynamicDim d{kv.first, kv.second};
+                std::sort(d.values.begin(), d.values.end());
+                d.values.erase(std::unique(d.values.begin(), d.values.end()), d.values.end());
+                if (d.values.empty() || d.values[0] < 1)
+                    core::bad_input("CompileOptions::dims['" + kv.first + "']: values of at least 1 expected");
+                dims.push_back(std::move(d));
+            }
+            core::EmitReport r = core::emit_dynamic_project(g, copts, dims, out_dir, model_path, rules, meta);
+            return CompileReport{r.lines, r.weights, r.weight_bytes};
+        }
         core::specialize(g, copts);
         core::optimize(g, copts);
         core::validate(g);

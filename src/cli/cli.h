@@ -27,6 +27,7 @@ struct Args {
     bool backend_given = false;  // --backend on the command line (inspect then reports the placement)
     std::vector<InputSet> sets;  // at least one after parsing; compile, inspect, bench and compare take the first
     std::vector<std::pair<std::string, std::string>> freeze;  // --freeze NAME=FILE.npy
+    std::map<std::string, Dims> dims;                         // compile --dim NAME=VALUES
     bool optimize = true;                                     // --no-optimize
     std::vector<std::string> disabled_passes;                 // --disable-pass
     int threads = 0, repeat = 10, warmup = 2;

@@ -23,6 +23,7 @@
 
 #include "api/api_internal.h"
 #include "cli/cli.h"
+#include "codegen/dynamic.h"
 #include "onnx/loader.h"
 #include "onnx2ggml_core.h"
 #include "o2g_build_version.h"
@@ -51,7 +52,8 @@ const char* kUsage =
     "                [--then --input ... (another input set, same session)] [--output-dir DIR] [--backend "
     "NAME|auto|rpc:HOST:PORT[,...]]\n"
     "                [--threads N] [--profile] [--verbose] [--max-specializations N]\n"
-    "  compile MODEL -o OUTDIR [--input-shape NAME=DIMS ...]\n"
+    "  compile MODEL -o OUTDIR [--input-shape NAME=DIMS ...] [--dim NAME=MIN:MAX[:STEP] | --dim NAME=V1,V2,...]\n"
+    "          (--dim: the program reads the symbolic dim NAME of its inputs at run time, at those values)\n"
     "  quantize MODEL -o FILE.gguf --weights TYPE [--weights-rule REGEX=TYPE ...] [--input-shape NAME=DIMS ...]\n"
     "          (the model's weights stored in those types; run/check/bench/compare/compile --gguf FILE.gguf take them "
     "as they are)\n"
@@ -138,6 +140,9 @@ Args parse(int argc, char** argv) {
         } else if (s == "--random-inputs") {
             a.seed = uint64_t(num(next()));
             a.has_seed = true;
+        } else if (s == "--dim") {
+            DynamicDim d = parse_dynamic_dim(next());
+            a.dims[d.name] = d.values;
         } else if (s == "--output-dir") a.output_dir = next();
         else if (s == "-o") a.outdir = next();
         else if (s == "--backend") a.backend = next(), a.backend_given = true;

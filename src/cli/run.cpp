@@ -349,6 +349,7 @@ int cmd_compile(const Args& a) {
     o.disabled_passes = a.disabled_passes;
     o.frozen_inputs = frozen_inputs(a);
     o.max_memory = a.max_memory;
+    o.dims = a.dims;
     CompileReport r = compile(a.model, a.outdir, o);
     std::cout << "wrote " << a.outdir << ": model.cpp (" << r.lines
               << " lines), model.h, main.cpp, npy.h, o2g_info.h, o2g_kernels.h, onednn/, CMakeLists.txt, model.gguf ("

@@ -22,11 +22,11 @@ namespace onnx2ggml::core {
 namespace templates {
 const char* get(const std::string& name);
 const char* const* names();
-}
+}  // namespace templates
 namespace host_sources {  // the evaluators' sources (CMakeLists.txt: host_sources.cpp)
 const char* get(const std::string& name);
 const char* const* names();
-}
+}  // namespace host_sources
 
 static void write_text(const std::string& path, const std::string& text) {
     std::ofstream f(path, std::ios::binary);
@@ -61,7 +61,8 @@ void write_gguf(const std::string& path, const std::vector<Weight>& weights,
     for (auto& kv : meta) gguf_set_val_str(gg, kv.first.c_str(), kv.second.c_str());
     for (auto& kv : arrays) set_arr_str(gg, kv.first, kv.second);
     for (auto& kv : blobs)
-        if (!kv.second.empty()) gguf_set_arr_data(gg, kv.first.c_str(), GGUF_TYPE_UINT8, kv.second.data(), kv.second.size());
+        if (!kv.second.empty())
+            gguf_set_arr_data(gg, kv.first.c_str(), GGUF_TYPE_UINT8, kv.second.data(), kv.second.size());
     std::vector<std::string> onnx_names;
     std::vector<uint8_t> transposed;
     for (const auto& w : weights)
@@ -123,14 +124,17 @@ static void write_host_sources(const std::string& outdir, bool needed) {
 }
 
 static std::string io_table(const Graph& g, const std::vector<int>& ids, const char* name,
-                            const std::vector<int64_t>& bounds) {
+                            const std::vector<int64_t>& bounds, const std::vector<std::vector<int>>& sym) {
     std::ostringstream s;
     s << "static const io_info " << name << "[] = {\n";
     for (size_t k = 0; k < ids.size(); ++k) {
         const Value& v = g.values[ids[k]];
         s << "    {" << cpp_string_literal(v.name) << ", " << int(v.dtype) << ", "
           << (k < bounds.size() ? bounds[k] : 0) << "LL, " << v.shape.size() << ", {";
-        for (size_t i = 0; i < v.shape.size(); ++i) s << (i ? ", " : "") << v.shape[i] << "LL";
+        for (size_t i = 0; i < v.shape.size(); ++i) {
+            int j = k < sym.size() && i < sym[k].size() ? sym[k][i] : -1;  // a dynamic dim: -1-j
+            s << (i ? ", " : "") << (j >= 0 ? -1 - j : v.shape[i]) << "LL";
+        }
         if (v.shape.empty()) s << "0";
         s << "}},\n";
     }
@@ -147,8 +151,12 @@ GgufMeta gguf_model_meta(const Graph& loaded, const WeightRules& rules) {
     return m;
 }
 
-EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& model_path,
-                        const WeightRules& weight_rules, const GgufMeta& model_meta) {
+Recorded::Recorded() = default;
+Recorded::Recorded(Recorded&&) noexcept = default;
+Recorded& Recorded::operator=(Recorded&&) noexcept = default;
+Recorded::~Recorded() = default;
+
+Recorded record_program(Graph& g, const WeightRules& weight_rules) {
     for (int id : g.inputs)
         if (g.values[id].shape.size() > 8) unsupported(g.path + ": input rank above 8");
     for (int id : g.outputs)
@@ -163,47 +171,91 @@ EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& 
                 unsupported(g.path + ": graph " + (ids == &g.inputs ? "input '" : "output '") + g.values[id].name +
                             "' has dtype " + dtype_name(g.values[id].dtype) +
                             ": generated programs take the numeric dtypes of .npy files (`run` takes all)");
-    auto bg = build_graph(g, true, weight_rules);
-    Builder& b = *bg->b;
+    Recorded r;
+    r.bg = build_graph(g, true, weight_rules);
+    Builder& b = *r.bg->b;
     for (size_t k = 0; k < g.outputs.size(); ++k)
         if (!b.outputs[k] && shape_numel(g.values[g.outputs[k]].shape) > 0)
             unsupported(g.path + ": graph output '" + g.values[g.outputs[k]].name +
                         "' is a constant that ggml tensors cannot hold exactly (int64 beyond int32): `run` returns it");
-    make_dirs(outdir);
+    std::ostringstream m;
+    m << "void model::build(ggml_context * ctx, ggml_tensor ** w, ggml_tensor ** in, ggml_tensor ** out, "
+         "const int64_t * d) {\n"
+      << "    (void)w;\n"
+      << "@DIMS@\n";
+    for (const auto& line : b.lines) {
+        bool decl = line.rfind("ggml_tensor * ", 0) == 0;
+        m << "    " << (decl ? "[[maybe_unused]] " : "") << line << "\n";
+    }
+    m << "}\n\n"
+      << "void model::output_shape(int k, const int64_t * d, int64_t * s) {\n"
+      << "@DIMS@\n"
+      << "    switch (k) {\n";
+    for (size_t k = 0; k < g.outputs.size(); ++k) {
+        m << "        case " << k << ":";
+        const Shape& sh = g.values[g.outputs[k]].shape;
+        for (size_t i = 0; i < sh.size(); ++i) m << " s[" << i << "] = " << sh[i] << "LL;";
+        m << " return;\n";
+    }
+    m << "        default: return;\n    }\n}\n";
+    r.code = m.str();
+    for (size_t k = 0; k < b.host_kernels.size(); ++k) r.blobs.push_back(save_host_kernel(*b.host_kernels[k]));
+    r.max_tensors = r.bg->max_tensors;
+    r.graph_size = r.bg->graph_size;
+    return r;
+}
 
+EmitReport write_program(const Graph& g, const Recorded& r, const std::string& code, const ProgramDims& dims,
+                         const std::string& outdir, const std::string& model_path, const GgufMeta& model_meta) {
+    const Builder& b = *r.bg->b;
+    make_dirs(outdir);
+    std::vector<int64_t> bounds = b.index_bound;
     std::ostringstream h;
     h << "// Generated by onnx2ggml from " << cpp_comment_text(model_path) << ". Do not edit.\n"
       << "#pragma once\n#include <cstdint>\n#include \"ggml.h\"\n\nnamespace model {\n\n"
-      << "// index_bound > 0: an integer input that indexes a dim of that size (range-checked, negatives wrapped)\n"
+      << "// index_bound > 0: an integer input that indexes a dim of that size (range-checked, negatives wrapped);\n"
+      << "// a shape entry -1-j: the dynamic dim dims[j] (compile --dim), taken from the input given\n"
       << "struct io_info { const char * name; int onnx_dtype; int64_t index_bound; int rank; int64_t shape[8]; };\n\n"
       << "// the onnx2ggml that wrote this program (its --version prints it)\n"
       << "constexpr const char * generator = \"onnx2ggml " ONNX2GGML_VERSION " (commit " ONNX2GGML_COMMIT ")\";\n"
       << "constexpr int n_inputs = " << g.inputs.size() << ";\n"
       << "constexpr int n_outputs = " << g.outputs.size() << ";\n"
       << "constexpr int n_weights = " << b.weights.size() << ";\n"
-      << "constexpr size_t max_tensors = " << bg->max_tensors << ";\n"
-      << "constexpr size_t graph_size = " << bg->graph_size << ";\n"
+      << "constexpr size_t max_tensors = " << r.max_tensors << ";\n"
+      << "constexpr size_t graph_size = " << r.graph_size << ";\n"
       << "// nodes computed by onnx2ggml's host evaluators (o2g_host.h); their records are in model.gguf\n"
-      << "constexpr int n_host_kernels = " << b.host_kernels.size() << ";\n"
-      << (b.host_kernels.empty() ? "" : "#define O2G_HOST_KERNELS 1\n") << "\n"
-      << io_table(g, g.inputs, "inputs", b.index_bound) << "\n"
-      << io_table(g, g.outputs, "outputs", {}) << "\n"
-      << "// Builds the graph: w = weights (w0.. in model.gguf), in = inputs (created here), out = outputs.\n"
-      << "void build(ggml_context * ctx, ggml_tensor ** w, ggml_tensor ** in, ggml_tensor ** out);\n\n"
+      << "constexpr int n_host_kernels = " << r.blobs.size() << ";\n"
+      << (r.blobs.empty() ? "" : "#define O2G_HOST_KERNELS 1\n") << "\n"
+      << "// dynamic dims (compile --dim): the values each may take; the program takes any combination of them\n"
+      << "struct dim_info { const char * name; int n_values; const int64_t * values; };\n"
+      << "constexpr int n_dims = " << dims.names.size() << ";\n";
+    for (size_t j = 0; j < dims.names.size(); ++j) {
+        h << "static const int64_t dim" << j << "_values[] = {";
+        for (size_t i = 0; i < dims.values[j].size(); ++i) h << (i ? ", " : "") << dims.values[j][i] << "LL";
+        h << "};\n";
+    }
+    h << "static const dim_info dims[] = {";
+    for (size_t j = 0; j < dims.names.size(); ++j)
+        h << (j ? ", " : "") << "{" << cpp_string_literal(dims.names[j]) << ", " << dims.values[j].size() << ", dim"
+          << j << "_values}";
+    if (dims.names.empty()) h << "{\"\", 0, nullptr}";
+    h << "};\n\n"
+      << io_table(g, g.inputs, "inputs", bounds, dims.input_dims) << "\n"
+      << "// (output shapes: output_shape(); the table holds those of the first value of every dynamic dim)\n"
+      << io_table(g, g.outputs, "outputs", {}, {}) << "\n"
+      << "// Builds the graph: w = weights (w0.. in model.gguf), in = inputs (created here), out = outputs;\n"
+      << "// d = the values of the dynamic dims (n_dims of them)\n"
+      << "void build(ggml_context * ctx, ggml_tensor ** w, ggml_tensor ** in, ggml_tensor ** out, const int64_t * d);\n"
+      << "// The shape of output k (its rank: outputs[k].rank) for the dynamic dims d\n"
+      << "void output_shape(int k, const int64_t * d, int64_t * s);\n\n"
       << "}  // namespace model\n";
 
     std::ostringstream m;
     m << "// Generated by onnx2ggml from " << cpp_comment_text(model_path) << ". Do not edit.\n"
       << "// One ggml call per line; comments name the ONNX node each block comes from.\n"
-      << "#include <cmath>\n#include \"model.h\"\n#include \"o2g_kernels.h\"\n"
-      << (b.host_kernels.empty() ? "" : "#include \"o2g_host.h\"\n") << "\n"
-      << "void model::build(ggml_context * ctx, ggml_tensor ** w, ggml_tensor ** in, ggml_tensor ** out) {\n"
-      << "    (void)w;\n";
-    for (const auto& line : b.lines) {
-        bool decl = line.rfind("ggml_tensor * ", 0) == 0;
-        m << "    " << (decl ? "[[maybe_unused]] " : "") << line << "\n";
-    }
-    m << "}\n";
+      << dims.note << "#include <cmath>\n#include \"model.h\"\n#include \"o2g_kernels.h\"\n"
+      << (r.blobs.empty() ? "" : "#include \"o2g_host.h\"\n") << "\n"
+      << dims.helpers << code;
 
     write_text(outdir + "/model.h", h.str());
     write_text(outdir + "/model.cpp", m.str());
@@ -215,7 +267,7 @@ EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& 
     for (const char* const* n = templates::names(); *n; ++n)
         if (std::string(*n).rfind("onednn/", 0) == 0) write_text(outdir + "/" + *n, templates::get(*n));
     write_text(outdir + "/o2g_runtime.h", templates::get("o2g_runtime.h"));
-    write_host_sources(outdir, !b.host_kernels.empty());
+    write_host_sources(outdir, !r.blobs.empty());
     std::string cm = templates::get("CMakeLists.txt");
     const std::string key = "@GGML_SOURCE_DIR@";
     for (size_t p; (p = cm.find(key)) != std::string::npos;) cm.replace(p, key.size(), ONNX2GGML_GGML_DIR);
@@ -228,15 +280,23 @@ EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& 
         {"onnx2ggml.version", ONNX2GGML_VERSION " (commit " ONNX2GGML_COMMIT ")"}};
     meta.insert(meta.end(), model_meta.strings.begin(), model_meta.strings.end());
     std::vector<std::pair<std::string, std::string>> blobs;
-    for (size_t k = 0; k < b.host_kernels.size(); ++k)
-        blobs.emplace_back(gguf_keys::host_kernel + std::to_string(k), save_host_kernel(*b.host_kernels[k]));
+    for (size_t k = 0; k < r.blobs.size(); ++k)
+        blobs.emplace_back(gguf_keys::host_kernel + std::to_string(k), r.blobs[k]);
     write_gguf(outdir + "/model.gguf", b.weights, meta, model_meta.arrays, blobs);
 
-    EmitReport r;
-    r.weights = b.weights.size();
-    for (auto& w : b.weights) r.weight_bytes += ggml_nbytes(w.t);
-    r.lines = b.lines.size();
-    return r;
+    EmitReport rep;
+    rep.weights = b.weights.size();
+    for (auto& w : b.weights) rep.weight_bytes += ggml_nbytes(w.t);
+    rep.lines = b.lines.size();
+    return rep;
+}
+
+EmitReport emit_project(Graph& g, const std::string& outdir, const std::string& model_path,
+                        const WeightRules& weight_rules, const GgufMeta& model_meta) {
+    Recorded r = record_program(g, weight_rules);
+    std::string code = r.code;
+    for (size_t p; (p = code.find("@DIMS@\n")) != std::string::npos;) code.replace(p, 7, "    (void)d;\n");
+    return write_program(g, r, code, ProgramDims{}, outdir, model_path, model_meta);
 }
 
 }  // namespace onnx2ggml::core

@@ -194,9 +194,11 @@ PYBIND11_MODULE(_onnx2ggml, m) {
     m.def(
         "compile",
         [](const std::string& path, const std::string& out_dir, std::map<std::string, std::vector<int64_t>> shapes,
-           const std::string& weights, std::vector<std::string> weight_rules, bool optimize) {
+           const std::string& weights, std::vector<std::string> weight_rules, bool optimize,
+           std::map<std::string, std::vector<int64_t>> dims) {
             CompileOptions o;
             o.input_shapes = std::move(shapes);
+            o.dims = std::move(dims);
             o.weights = weights;
             o.weight_rules = std::move(weight_rules);
             o.optimize = optimize;
@@ -210,6 +212,7 @@ PYBIND11_MODULE(_onnx2ggml, m) {
             return d;
         },
         py::arg("path"), py::arg("out_dir"), py::arg("input_shapes") = std::map<std::string, std::vector<int64_t>>{},
-        py::arg("weights") = "f32", py::arg("weight_rules") = std::vector<std::string>{}, py::arg("optimize") = true);
+        py::arg("weights") = "f32", py::arg("weight_rules") = std::vector<std::string>{}, py::arg("optimize") = true,
+        py::arg("dims") = std::map<std::string, std::vector<int64_t>>{});
     m.def("version", &version);
 }

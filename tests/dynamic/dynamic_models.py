@@ -5,8 +5,12 @@ input sets (`--then`), every output matched against PyTorch per set: max |run - 
 
   resnet18      dynamic batch, height, width: three shapes
   encoder       a small transformer encoder (plain torch), dynamic batch and sequence: three shapes
-  if_scripted   torch.jit.script model whose If branches on an int64 scalar input's value: both values
-  lstm_vad      LSTM voice-activity-style model with state inputs (h, c), dynamic batch: three batches
+                (both also through `compile --dim` over the dims of those shapes: one generated program that
+                reads its input shapes at run time, bit for bit `run`'s output at each, exit 2 off its grid)
+  if_scripted   torch.jit.script model whose If branches on an int64 scalar input's value: both values (and
+                `compile --freeze mode=...` for each: one program per value, bit-identical to run)
+  lstm_vad      LSTM voice-activity-style model with state inputs (h, c), dynamic batch: three batches (and
+                through `compile --dim` likewise: its host kernel records one per batch)
   rss           a convolution at 50 distinct shapes in one session (cache of 8): peak RSS after the
                 50th within 1.2x of after the 8th (evicted specializations release their memory)
   staged        data-dependent shapes and branches decided by values computed inside the graph (staged
@@ -31,7 +35,7 @@ import torch
 import torch.nn as nn
 import torchvision
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))  # export_models, check_model
 from export_models import randomize  # noqa: E402
 
 TOL = 1e-4
@@ -123,12 +127,43 @@ def run_sets(name, path, in_names, sets, refs):
     return misses
 
 
+def check_compiled(name, path, in_names, sets, dims, off_grid):
+    """`compile --dim` of the model: ONE generated program that reads its input shapes at run time, built, run at
+    every input set: bit for bit what `run` gave for that set (run_sets' outputs); a shape off its grid: exit 2."""
+    from check_model import build_project
+    d = os.path.join(WORK, name)
+    gen = os.path.join(d, "gen")
+    args = [BIN, "compile", path, "-o", gen]
+    for n, v in dims.items():
+        args += ["--dim", f"{n}={','.join(str(x) for x in v)}"]
+    sh(args)
+    with open(os.path.join(gen, "model.cpp")) as f:
+        note = [ln for ln in f.read().splitlines() if "numbers are expressions" in ln]
+    prog = build_project(gen, False, d)
+    for k, ins in enumerate(sets):
+        out = os.path.join(d, f"compiled{k}")
+        sh([prog, *[x for n in in_names for x in ("--input", f"{n}={os.path.join(d, f'set{k}_{n}.npy')}")],
+            "--output-dir", out, "--threads", "2"])
+        for i in range(len(os.listdir(os.path.join(d, "out", str(k)))) - 1):  # (outputs.json)
+            want = np.load(os.path.join(d, "out", str(k), f"output_{i}.npy"))
+            got = np.load(os.path.join(out, f"output_{i}.npy"))
+            assert got.shape == want.shape and got.dtype == want.dtype, f"{name} compiled set {k} output {i}: shape"
+            assert np.array_equal(got.view(np.uint8), want.view(np.uint8)), f"{name} compiled set {k} output {i} != run"
+    print(f"{name}: compile --dim {dims}: one program, {len(sets)} shapes bit-identical to run; {note[0][3:] if note else ''}")
+    bad = os.path.join(d, "off_grid.npy")
+    np.save(bad, off_grid)
+    r = subprocess.run([prog, "--input", f"{in_names[0]}={bad}", "--threads", "2"], capture_output=True, text=True)
+    assert r.returncode == 2 and "compiled for" in r.stderr, (r.returncode, r.stderr)
+    print(f"{name}: a shape off the grid: exit 2 ({r.stderr.strip()[:160]})")
+
+
 def export(m, args, path, in_names, out_names, axes):
     torch.onnx.export(m, args, path, input_names=in_names, output_names=out_names, dynamic_axes=axes, opset_version=14)
 
 
-def check_shapes(gen, name, m, example, in_name, out_name, axes, shapes):
-    """Exports m with dynamic axes, runs it in one session at each of `shapes`, compares with torch."""
+def check_shapes(gen, name, m, example, in_name, out_name, axes, shapes, off_grid):
+    """Exports m with dynamic axes, runs it in one session at each of `shapes`, compares with torch; then the
+    program of `compile --dim` over those shapes' dims, against `run`."""
     randomize(m, gen)
     p = os.path.join(WORK, name, "model.onnx")
     export(m, example, p, [in_name], [out_name], {in_name: axes})
@@ -136,16 +171,18 @@ def check_shapes(gen, name, m, example, in_name, out_name, axes, shapes):
     with torch.no_grad():
         refs = [[m(*s).numpy()] for s in sets]
     assert run_sets(name, p, [in_name], [[a.numpy() for a in s] for s in sets], refs) == len(shapes)
+    check_compiled(name, p, [in_name], sets, {n: sorted({s[a] for s in shapes}) for a, n in axes.items()},
+                   np.zeros(off_grid, np.float32))
 
 
 def test_resnet18(gen):
     check_shapes(gen, "resnet18", torchvision.models.resnet18(num_classes=10).eval(), torch.zeros(1, 3, 64, 64), "input", "out",
-                 {0: "batch", 2: "height", 3: "width"}, [(1, 3, 64, 64), (2, 3, 96, 80), (1, 3, 112, 128)])
+                 {0: "batch", 2: "height", 3: "width"}, [(1, 3, 64, 64), (2, 3, 96, 80), (1, 3, 112, 128)], (1, 3, 72, 64))
 
 
 def test_encoder(gen):
     check_shapes(gen, "encoder", Encoder().eval(), torch.zeros(2, 5, 32), "x", "y", {0: "batch", 1: "seq"},
-                 [(1, 7, 32), (3, 12, 32), (2, 33, 32)])
+                 [(1, 7, 32), (3, 12, 32), (2, 33, 32)], (1, 8, 32))
 
 
 def test_if_scripted(gen):
@@ -160,6 +197,17 @@ def test_if_scripted(gen):
         refs = [[m(*s).numpy()] for s in sets]
     assert not np.allclose(refs[0][0], refs[1][0]), "both branches give the same output"
     assert run_sets("if_scripted", p, ["x", "mode"], [[a.numpy() for a in s] for s in sets], refs) == 2  # set 2 repeats set 0: a cache hit
+    # compile: a control value is bound with --freeze (one program per value; `run` finds and caches them itself)
+    from check_model import build_project
+    d = os.path.join(WORK, "if_scripted")
+    for k in (0, 1):
+        gen = os.path.join(d, f"gen{k}")
+        sh([BIN, "compile", p, "-o", gen, "--freeze", f"mode={os.path.join(d, f'set{k}_mode.npy')}"])
+        out = os.path.join(d, f"compiled{k}")
+        sh([build_project(gen, False, d), "--input", f"x={os.path.join(d, f'set{k}_x.npy')}", "--output-dir", out, "--threads", "2"])
+        got, want = np.load(os.path.join(out, "output_0.npy")), np.load(os.path.join(d, "out", str(k), "output_0.npy"))
+        assert np.array_equal(got.view(np.uint8), want.view(np.uint8)), f"if_scripted compiled with mode of set {k} != run"
+    print("if_scripted: compile --freeze mode=VALUE, for both values: bit-identical to run")
 
 
 def test_lstm_vad(gen):
@@ -174,6 +222,9 @@ def test_lstm_vad(gen):
     with torch.no_grad():
         refs = [[t.numpy() for t in m(*s)] for s in sets]
     assert run_sets("lstm_vad", p, ["x", "h", "c"], [[a.numpy() for a in s] for s in sets], refs) == 3
+    # the LSTM is a host kernel whose record holds the batch: one record per batch in the program's model.gguf
+    check_compiled("lstm_vad", p, ["x", "h", "c"], sets, {"time": [10], "batch": [1, 2, 4]},
+                   np.zeros((10, 3, 16), np.float32))
 
 
 def test_rss(gen):

@@ -447,6 +447,26 @@ case("unknown backend", run(relu, "--backend", "nosuchgpu"), 2, r"backend 'nosuc
 case("input that is not in the model", ["run", relu, "--input", f"zz={path('trailing bytes.npy')}", "--random-inputs", "0", "--output-dir", WORK], 2,
      r"'zz' is not an input")
 
+# ---- compile --dim (one program for a grid of input shapes) -----------------------------
+grid = save("dimgrid.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="relu0")], [vi("x", [1, "n"])], [vi("y", [1, "n"])]))
+case("--dim naming no input dim", ["compile", grid, "-o", path("gen_dim"), "--dim", "m=1:4"], 2,
+     r"--dim m: no graph input has a dim of that name \(its symbolic dims: n\)")
+case("--dim with too many values", ["compile", grid, "-o", path("gen_dim"), "--dim", "n=1:1000"], 2, r"more than 128 values")
+case("--dim not a range", ["compile", grid, "-o", path("gen_dim"), "--dim", "n=4:1"], 2, r"MAX below MIN")
+two = save("dimgrid2.onnx", model([helper.make_node("Add", ["x", "z"], ["y"], name="add0")], [vi("x", ["a", "b"]), vi("z", ["a", "b"])],
+                              [vi("y", None)]))
+case("--dim grid over 128 combinations", ["compile", two, "-o", path("gen_dim"), "--dim", "a=1:12", "--dim", "b=1:12"], 2,
+     r"more than 128 combinations")
+# a constant folded from the shape (Range(0, n)): its bytes depend on n, and one program holds one model.gguf
+ranged = save("dimgrid_range.onnx", model(
+    [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "one"], ["n"], axis=0),
+     helper.make_node("Range", ["zero", "n", "one"], ["r"]), helper.make_node("Cast", ["r"], ["rf"], to=TensorProto.FLOAT),
+     helper.make_node("Add", ["x", "rf"], ["y"], name="add0")],
+    [vi("x", [1, "n"])], [vi("y", None)],
+    [numpy_helper.from_array(np.array(0, np.int64), "zero"), numpy_helper.from_array(np.array(1, np.int64), "one")]))
+case("--dim with a weight folded from the shape", ["compile", ranged, "-o", path("gen_dim"), "--dim", "n=2,3"], 3,
+     r"compile --dim: weight w0 \('rf'\) differs between n=2 and n=3")
+
 
 def main():
     passed = failed = 0

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "codegen/dynamic.h"
 #include "gguf.h"
 #include "ir/serialize.h"
 #include "lower/builder.h"
@@ -318,6 +319,41 @@ static onnx::ModelProto reshape_model() {
     node("Reshape", {"x", "shape"}, "y");
     g->add_output()->set_name("y");
     return m;
+}
+
+// compile --dim: the numbers recorded over a grid of dims become polynomials where one gives every point exactly
+TEST(DynamicDims, FitsPolynomialsExactlyOrNothing) {
+    using onnx2ggml::core::fit_expression;
+    std::vector<std::vector<int64_t>> one = {{1, 2, 4, 8}};
+    EXPECT_EQ(fit_expression(one, {"n"}, {3, 6, 12, 24}), "3LL * n");
+    EXPECT_EQ(fit_expression(one, {"n"}, {7, 7, 7, 7}), "7LL");
+    EXPECT_EQ(fit_expression(one, {"n"}, {1, 4, 16, 64}), "n * n");
+    EXPECT_EQ(fit_expression(one, {"n"}, {2, 8, 32, 128}), "2LL * n * n");
+    EXPECT_EQ(fit_expression(one, {"n"}, {1, 8, 64, 512}), "");  // n^3: not of degree <= 2: a table
+    // a stride-2 convolution's size on even heights: (h - 1) / 2 + 1 = h / 2; on 7 and 9 it is not linear
+    std::vector<std::vector<int64_t>> h = {{64, 96, 128, 160}};
+    EXPECT_EQ(fit_expression(h, {"h"}, {32, 48, 64, 80}), "h / 2LL");
+    EXPECT_EQ(fit_expression({{7, 8, 9, 10}}, {"h"}, {4, 4, 5, 5}), "");
+    // ceil(h / 32) over three heights and two batches: a quadratic in h passes, dividing by 1536: a table
+    EXPECT_EQ(fit_expression({{1, 2}, {64, 96, 112}}, {"b", "h"}, {2, 3, 4, 2, 3, 4}), "");
+    // two dims: products and byte strides
+    std::vector<std::vector<int64_t>> bs = {{1, 2, 3}, {16, 32, 48}};
+    std::vector<int64_t> y;
+    for (int64_t b : bs[0])
+        for (int64_t s : bs[1]) y.push_back(4 * b * s * s + 8 * s - 4);
+    EXPECT_EQ(fit_expression(bs, {"b", "s"}, y), "4LL * b * s * s + 8LL * s - 4LL");
+    y[4] += 1;  // one point off: no polynomial gives every point
+    EXPECT_EQ(fit_expression(bs, {"b", "s"}, y), "");
+}
+
+TEST(DynamicDims, ParsesRangesAndLists) {
+    using onnx2ggml::core::parse_dynamic_dim;
+    EXPECT_EQ(parse_dynamic_dim("batch=1:4").values, (std::vector<int64_t>{1, 2, 3, 4}));
+    EXPECT_EQ(parse_dynamic_dim("h=64:256:64").values, (std::vector<int64_t>{64, 128, 192, 256}));
+    EXPECT_EQ(parse_dynamic_dim("s=8,2,8,4").values, (std::vector<int64_t>{2, 4, 8}));
+    EXPECT_EQ(parse_dynamic_dim("a=b=3").name, "a=b");
+    for (const char* bad : {"n", "n=", "n=0:4", "n=4:1", "n=1:2:3:4", "n=x", "n=1:1000", "=4"})
+        EXPECT_THROW(parse_dynamic_dim(bad), onnx2ggml::core::Error) << bad;
 }
 
 TEST(Specialize, FoldsShapeSubgraphs) {

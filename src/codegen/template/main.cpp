@@ -125,8 +125,10 @@ int main(int argc, char** argv) {
         } else die("unknown argument '" + a + "'");
     }
 
-    // inputs, checked against the model before anything is allocated
+    // inputs, checked against the model before anything is allocated; the dynamic dims (compile --dim) are
+    // taken from them and must be values the program was compiled for
     std::vector<npy::Array> in_data(model::n_inputs);
+    std::vector<int64_t> d(model::n_dims + 1, -1);
     for (int k = 0; k < model::n_inputs; ++k) {
         const auto& info = model::inputs[k];
         auto it = input_files.find(info.name);
@@ -135,6 +137,22 @@ int main(int argc, char** argv) {
         std::string err = npy::read(it->second, a);
         if (!err.empty()) die(it->second + ": " + err);
         std::vector<int64_t> want(info.shape, info.shape + info.rank);
+        for (size_t i = 0; i < want.size() && a.shape.size() == want.size(); ++i) {
+            if (want[i] >= 0) continue;
+            const model::dim_info& dim = model::dims[-1 - want[i]];
+            int64_t& v = d[size_t(-1 - want[i])];
+            if (v >= 0 && v != a.shape[i])
+                die(it->second + ": dim '" + dim.name + "' of input '" + info.name + "' is " +
+                    std::to_string(a.shape[i]) + ", but " + std::to_string(v) + " in another input");
+            if (std::find(dim.values, dim.values + dim.n_values, a.shape[i]) == dim.values + dim.n_values) {
+                std::string vs;
+                for (int j = 0; j < dim.n_values; ++j) vs += (j ? ", " : "") + std::to_string(dim.values[j]);
+                die(it->second + ": dim '" + dim.name + "' of input '" + info.name + "' is " +
+                    std::to_string(a.shape[i]) + "; this program was compiled for " + vs +
+                    " (compile --dim; `onnx2ggml run` takes any)");
+            }
+            want[i] = v = a.shape[i];
+        }
         if (a.shape != want) die(it->second + ": shape does not match input '" + info.name + "'");
         int t = npy::onnx_type(a.descr);
         bool int_in = info.onnx_dtype == 6 || info.onnx_dtype == 7;
@@ -176,7 +194,7 @@ int main(int argc, char** argv) {
     ggml_context* ctx = ggml_init(cp);
     ggml_tensor* in[model::n_inputs + 1] = {};
     ggml_tensor* out[model::n_outputs + 1] = {};
-    model::build(ctx, w.data(), in, out);
+    model::build(ctx, w.data(), in, out, d.data());
     ggml_cgraph* gf = ggml_new_graph_custom(ctx, model::graph_size, false);
     for (int k = 0; k < model::n_outputs; ++k)
         if (out[k]) ggml_build_forward_expand(gf, out[k]);
@@ -258,7 +276,8 @@ int main(int argc, char** argv) {
     for (int k = 0; k < model::n_outputs; ++k) {
         const auto& info = model::outputs[k];
         npy::Array a;
-        a.shape.assign(info.shape, info.shape + info.rank);
+        a.shape.resize(size_t(info.rank));
+        model::output_shape(k, d.data(), a.shape.data());
         int64_t n = out[k] ? ggml_nelements(out[k]) : 0;
         if (!out[k]) {  // empty output
             a.descr = npy::descr_of(info.onnx_dtype);
