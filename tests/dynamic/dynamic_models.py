@@ -139,7 +139,7 @@ def check_compiled(name, path, in_names, sets, dims, off_grid):
     sh(args)
     with open(os.path.join(gen, "model.cpp")) as f:
         note = [ln for ln in f.read().splitlines() if "numbers are expressions" in ln]
-    prog = build_project(gen, False, d)
+    prog = build_project(gen, False, WORK)
     for k, ins in enumerate(sets):
         out = os.path.join(d, f"compiled{k}")
         sh([prog, *[x for n in in_names for x in ("--input", f"{n}={os.path.join(d, f'set{k}_{n}.npy')}")],
@@ -204,7 +204,7 @@ def test_if_scripted(gen):
         gen = os.path.join(d, f"gen{k}")
         sh([BIN, "compile", p, "-o", gen, "--freeze", f"mode={os.path.join(d, f'set{k}_mode.npy')}"])
         out = os.path.join(d, f"compiled{k}")
-        sh([build_project(gen, False, d), "--input", f"x={os.path.join(d, f'set{k}_x.npy')}", "--output-dir", out, "--threads", "2"])
+        sh([build_project(gen, False, WORK), "--input", f"x={os.path.join(d, f'set{k}_x.npy')}", "--output-dir", out, "--threads", "2"])
         got, want = np.load(os.path.join(out, "output_0.npy")), np.load(os.path.join(d, "out", str(k), "output_0.npy"))
         assert np.array_equal(got.view(np.uint8), want.view(np.uint8)), f"if_scripted compiled with mode of set {k} != run"
     print("if_scripted: compile --freeze mode=VALUE, for both values: bit-identical to run")
