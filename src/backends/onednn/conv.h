@@ -94,10 +94,16 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
                     for (int t = 0; t < 4; ++t) {
                         fused_act = t < 2, fused_add = t % 2 == 0;
                         if ((fused_add && !band_add) || (!fused_act && act.kind < 3)) continue;
-                        pd = dnnl::convolution_forward::primitive_desc(
-                            d,
-                            post_ops(fused_act ? act : Activation{}, residual != nullptr, fused_add ? &y_md : nullptr),
-                            c.eng);
+                        try {  // (no kernel at all for these post-ops: the next choice; Winograd takes no binary
+                               // post-op, so a residual in the output's layout is summed by a sum post-op)
+                            pd = dnnl::convolution_forward::primitive_desc(
+                                d,
+                                post_ops(fused_act ? act : Activation{}, residual != nullptr,
+                                         fused_add ? &y_md : nullptr),
+                                c.eng);
+                        } catch (const dnnl::error&) {
+                            continue;
+                        }
                         if (std::strncmp(pd.impl_info_str(), "ref", 3) != 0) return true;
                     }
                     return false;
@@ -109,6 +115,7 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
                 bool found = pick(any_src, any_dst);
                 if (!dw && (!found || (G > 1 && std::strncmp(pd.impl_info_str(), "x64:gemm", 8) == 0)))
                     pick(dnnl::memory::desc(bs, dt::f32, tag::nchw), dnnl::memory::desc(bd, dt::f32, tag::nchw));
+                if (!pd.get(true)) throw dnnl::error(dnnl_unimplemented, "no convolution kernel");
                 if (band_add && !fused_add) add = false;
                 return Context::Band{r0,
                                      r1,
