@@ -101,9 +101,7 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
                                 post_ops(fused_act ? act : Activation{}, residual != nullptr,
                                          fused_add ? &y_md : nullptr),
                                 c.eng);
-                        } catch (const dnnl::error&) {
-                            continue;
-                        }
+                        } catch (const dnnl::error&) { continue; }
                         if (std::strncmp(pd.impl_info_str(), "ref", 3) != 0) return true;
                     }
                     return false;
