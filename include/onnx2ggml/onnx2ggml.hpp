@@ -215,9 +215,16 @@ struct SessionStats {
     uint64_t shared_weight_bytes = 0;         // the uploaded weights every specialization shares
 };
 
+namespace core {
+struct Graph;  // (the implementation's)
+}
+
 class ONNX2GGML_API Session {
 public:
     explicit Session(const Model& model, const SessionOptions& options = {});
+    // Loads the model itself (as ONNX Runtime's InferenceSession(path) does) and holds its only copy: with
+    // release_host_weights the host weights are then freed once uploaded (a Model the caller holds keeps them).
+    explicit Session(const std::string& path, const SessionOptions& options = {});
     ~Session();
     Session(Session&&) noexcept;
     Session& operator=(Session&&) noexcept;
@@ -252,6 +259,7 @@ public:
 private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
+    void init(const Model& model, core::Graph&& loaded, const SessionOptions& options);
 };
 
 // `onnx2ggml compile`: writes the standalone ggml program of `model_path` into `out_dir` (its C++,

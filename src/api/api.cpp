@@ -208,22 +208,35 @@ struct Session::Impl {
 
 Session::Session(const Model& model, const SessionOptions& o) {
     try {
-        const core::Graph& loaded = model.impl_->graph;
-        core::CompileOptions copts;
-        copts.optimize = o.optimize;
-        copts.disabled_passes = o.disabled_passes;
-        core::WeightRules rules = rules_for(loaded, o.weights, o.weight_rules, o.gguf);
-        if (o.max_memory) core::set_memory_limit(o.max_memory);
-        if (o.max_specializations == 0) core::bad_input("SessionOptions::max_specializations must be at least 1");
-        if (o.threads < 0) core::bad_input("SessionOptions::threads must be >= 0");
-        for (auto& kv : o.frozen_inputs) copts.frozen_inputs[kv.first] = core_of(kv.second);
-        core::SessionOptions so{o.backend, o.threads, rules, o.release_host_weights};
-        impl_ = std::make_unique<Impl>(model);
         // the graph copy shares the initializers' bytes with the Model (storage is reference counted)
-        impl_->s = std::make_unique<core::SpecializingSession>(loaded, copts, so, o.max_specializations);
-        impl_->s->set_verbose(o.verbose);
-        if (o.one_signature) impl_->s->expect_one_signature();
+        init(model, core::Graph(model.impl_->graph), o);
     } catch (...) { rethrow_as_api_error(); }
+}
+
+Session::Session(const std::string& path, const SessionOptions& o) {
+    try {
+        core::Graph g = core::load_onnx(path);
+        core::Graph info = g;  // model(): the names, dtypes and shapes, not the initializers' bytes
+        for (core::Value& v : info.values)
+            if (v.is_initializer) v.constant.reset();
+        init(model_of(std::move(info)), std::move(g), o);
+    } catch (...) { rethrow_as_api_error(); }
+}
+
+void Session::init(const Model& model, core::Graph&& loaded, const SessionOptions& o) {
+    core::CompileOptions copts;
+    copts.optimize = o.optimize;
+    copts.disabled_passes = o.disabled_passes;
+    core::WeightRules rules = rules_for(loaded, o.weights, o.weight_rules, o.gguf);
+    if (o.max_memory) core::set_memory_limit(o.max_memory);
+    if (o.max_specializations == 0) core::bad_input("SessionOptions::max_specializations must be at least 1");
+    if (o.threads < 0) core::bad_input("SessionOptions::threads must be >= 0");
+    for (auto& kv : o.frozen_inputs) copts.frozen_inputs[kv.first] = core_of(kv.second);
+    core::SessionOptions so{o.backend, o.threads, rules, o.release_host_weights};
+    impl_ = std::make_unique<Impl>(model);
+    impl_->s = std::make_unique<core::SpecializingSession>(std::move(loaded), copts, so, o.max_specializations);
+    impl_->s->set_verbose(o.verbose);
+    if (o.one_signature) impl_->s->expect_one_signature();
 }
 
 Session::~Session() = default;

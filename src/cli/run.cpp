@@ -240,8 +240,7 @@ std::vector<Tensor> gather_inputs(const Session& s, const Args& a, const InputSe
 }
 
 int cmd_run(const Args& a) {
-    Model model = Model::load(a.model);
-    Session s(model, one_run_options(a));
+    Session s(a.model, one_run_options(a));  // (owning the model's only copy: its host weights go once uploaded)
     for (size_t si = 0; si < a.sets.size(); ++si) {
         const std::vector<Tensor> held = gather_inputs(s, a, a.sets[si]);  // (the refs read it)
         const std::vector<TensorRef> ins = refs(held);
@@ -281,8 +280,7 @@ int cmd_run(const Args& a) {
 }
 
 int cmd_check_model(const Args& a) {
-    Model model = Model::load(a.model);
-    Session s(model, one_run_options(a));
+    Session s(a.model, one_run_options(a));  // (owning the model's only copy: its host weights go once uploaded)
     bool all = true;
     for (size_t si = 0; si < a.sets.size(); ++si) {
         const InputSet& set = a.sets[si];
@@ -290,7 +288,7 @@ int cmd_check_model(const Args& a) {
         const std::vector<TensorRef> ins = refs(held);
         std::map<std::string, std::string> ef(set.expects.begin(), set.expects.end());
         std::vector<Tensor> exp;
-        for (const TensorInfo& o : model.outputs()) {
+        for (const TensorInfo& o : s.model().outputs()) {
             auto it = ef.find(o.name);
             if (it == ef.end()) bad("no --expect for output '" + o.name + "'");
             exp.push_back(load_npy(it->second));
@@ -315,8 +313,7 @@ int cmd_bench(const Args& a) {
         b.seed = 0;
     }
     if (b.sets.size() > 1) bad("bench takes one input set (no --then)");
-    Model model = Model::load(b.model);
-    Session s(model, one_run_options(b));
+    Session s(b.model, one_run_options(b));
     const std::vector<Tensor> held = gather_inputs(s, b, b.sets[0]);
     const std::vector<TensorRef> ins = refs(held);
     s.prepare(ins);  // specialized and allocated before timing

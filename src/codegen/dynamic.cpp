@@ -444,18 +444,22 @@ EmitReport emit_dynamic_project(const Graph& loaded, const CompileOptions& copts
         // code renumbered to them (a number that varies like any other: an LSTM's record holds its batch)
         std::vector<size_t> renumber;
         for (const std::string& blob : rec.blobs) {
-            size_t g = size_t(std::find(blobs.begin(), blobs.end(), blob) - blobs.begin());
-            if (g == blobs.size()) blobs.push_back(blob);
-            renumber.push_back(g);
+            size_t at = size_t(std::find(blobs.begin(), blobs.end(), blob) - blobs.begin());
+            if (at == blobs.size()) blobs.push_back(blob);
+            renumber.push_back(at);
         }
-        const std::string call = "o2g_host::kernel(ctx, ";
+        // (the builder's line "[[maybe_unused]] ggml_tensor * tN = o2g_host::kernel(ctx, K, ...": a value's name,
+        // which may hold any text, is only ever in a ggml_set_name line's string)
+        const std::string decl = "[[maybe_unused]] ggml_tensor * t", call = " = o2g_host::kernel(ctx, ";
         for (std::string& l : pt.lines) {
-            size_t q = l.find(call);
-            if (q == std::string::npos) continue;
-            size_t e = l.find(',', q + call.size());
-            size_t k = std::stoul(l.substr(q + call.size(), e - q - call.size()));
-            if (k >= renumber.size()) internal_error("compile --dim: host kernel " + std::to_string(k) + " unrecorded");
-            l.replace(q + call.size(), e - q - call.size(), std::to_string(renumber[k]));
+            size_t f = l.find_first_not_of(' '), q = l.find(call);
+            if (f == std::string::npos || l.compare(f, decl.size(), decl) != 0 || q == std::string::npos) continue;
+            size_t b = q + call.size(), e = l.find(',', b);
+            std::string num = l.substr(b, e == std::string::npos ? 0 : e - b);
+            if (num.empty() || num.size() > 9 || num.find_first_not_of("0123456789") != std::string::npos ||
+                std::stoul(num) >= renumber.size())
+                internal_error("compile --dim: a host kernel call the recording does not hold: " + l);
+            l.replace(b, e - b, std::to_string(renumber[std::stoul(num)]));
         }
         for (size_t k = 0; k < pt.lines.size(); ++k) {
             Cut cut = cut_line(pt.lines[k]);

@@ -4,6 +4,7 @@
 // Environment: O2G_CLI (the onnx2ggml program), O2G_MODELS (tests/models/export_models.py's
 // folder), O2G_WORK (a scratch folder).
 #include <dirent.h>
+#include <malloc.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -395,6 +396,35 @@ std::pair<long, int> rss_and_fds() {
 }
 
 }  // namespace
+
+// `onnx2ggml run` holds one signature and releases the host copy of the weights once uploaded: a Session that
+// loads the model itself holds its only copy, so they are freed (resnet18: 45 MB); a Model the caller keeps
+// holds them (measured as VmRSS while each session lives, after a warm-up session: thread pools, caches).
+TEST(CppApi, ASessionOfAPathFreesTheHostWeights) {
+    // large blocks from mmap, returned when freed: RSS then follows what is live, whatever earlier tests freed
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+    malloc_trim(0);
+    Npy in = read_npy(env("O2G_MODELS") + "/resnet18/input.npy");
+    auto x = onnx2ggml::TensorRef::of(reinterpret_cast<const float*>(in.bytes.data()), in.shape);
+    onnx2ggml::SessionOptions o = two_threads();
+    o.release_host_weights = o.one_signature = true;
+    auto grown_kb = [&](bool by_path) {
+        long before = rss_and_fds().first;
+        if (by_path) {
+            onnx2ggml::Session s(model_path("resnet18"), o);
+            s.run({x});
+            return rss_and_fds().first - before;
+        }
+        onnx2ggml::Model m = onnx2ggml::Model::load(model_path("resnet18"));
+        onnx2ggml::Session s(m, o);
+        s.run({x});
+        return rss_and_fds().first - before;
+    };
+    grown_kb(true);
+    long with_model = grown_kb(false), by_path = grown_kb(true);
+    EXPECT_LT(by_path, with_model - 10 * 1024) << "a Session of a path holds the host weights (" << by_path
+                                               << " kB against " << with_model << " kB with a Model kept)";
+}
 
 // --max-memory is the process's budget, not one session's: with room for one resnet18 session (its
 // ~45 MiB of weights and its compute buffers) a second one in the same process is refused (category 2,
