@@ -45,8 +45,9 @@ NOTES = {
                           "out of the blocked layout; ~365 ggml nodes for a 2-4 ms model",
     "alexnet": "its three fully connected layers (233 MB of weights at batch 1) are memory-bound matrix-vector products: "
                "74% of --profile; ORT is bound the same way (the ratio moves with the machine's memory load)",
-    "resnet18": "convolutions all in the blocked layout; 0.96-1.19 over this round's runs (the machine's noise at 11 ms)",
-    "resnet34": "as resnet18 (1.06-1.14 over this round's runs)",
+    "resnet18": "convolutions all in the blocked layout; since 2026-12-07 each block's second convolution (with the "
+                "residual) takes Winograd too (14.1-14.5 -> 11.8-11.9 ms alone in A/B)",
+    "resnet34": "as resnet18",
     "fcn_resnet50": "parity: ONNX Runtime's own error against PyTorch on this random-weight model is 1.3e-4 (fp32 rounding "
                     "amplified through the dilated backbone at 520x520), above the 1e-4 tolerance too",
     "deeplabv3_resnet50": "parity: ONNX Runtime's own error against PyTorch is 2.3e-4 on this random-weight model (as "
