@@ -189,18 +189,24 @@ std::map<std::string, Tensor> frozen_inputs(const Args& a) {
     return r;
 }
 
-SessionOptions session_options(const Args& a) {
-    SessionOptions o;
-    o.backend = a.backend;
-    o.threads = a.threads;
+// what SessionOptions and CompileOptions take alike from the command line
+template <class Options>
+void common_options(Options& o, const Args& a) {
     o.weights = a.weights;
     o.weight_rules = a.weight_rules;
     o.gguf = a.gguf;
     o.max_memory = a.max_memory;
     o.optimize = a.optimize;
     o.disabled_passes = a.disabled_passes;
-    o.max_specializations = a.max_specs;
     o.frozen_inputs = frozen_inputs(a);
+}
+
+SessionOptions session_options(const Args& a) {
+    SessionOptions o;
+    common_options(o, a);
+    o.backend = a.backend;
+    o.threads = a.threads;
+    o.max_specializations = a.max_specs;
     o.verbose = a.verbose;
     return o;
 }
@@ -338,14 +344,8 @@ int cmd_bench(const Args& a) {
 int cmd_compile(const Args& a) {
     if (a.outdir.empty()) bad("compile needs -o OUTDIR");
     CompileOptions o;
+    common_options(o, a);
     o.input_shapes = a.sets[0].shapes;
-    o.weights = a.weights;
-    o.weight_rules = a.weight_rules;
-    o.gguf = a.gguf;
-    o.optimize = a.optimize;
-    o.disabled_passes = a.disabled_passes;
-    o.frozen_inputs = frozen_inputs(a);
-    o.max_memory = a.max_memory;
     o.dims = a.dims;
     CompileReport r = compile(a.model, a.outdir, o);
     std::cout << "wrote " << a.outdir << ": model.cpp (" << r.lines
