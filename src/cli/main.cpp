@@ -657,12 +657,11 @@ int main(int argc, char** argv) {
         if (a.cmd == "run") return onnx2ggml::cli::cmd_run(a);
         if (a.cmd == "compile") return onnx2ggml::cli::cmd_compile(a);
         if (a.cmd == "bench") return onnx2ggml::cli::cmd_bench(a);
-        if (a.cmd == "check" && !is_dir(a.model)) return onnx2ggml::cli::cmd_check_model(a);
         // on the compiler's internals
         if (a.max_memory) set_memory_limit(a.max_memory);
         if (a.cmd == "inspect") return cmd_inspect(a);
         if (a.cmd == "quantize") return cmd_quantize(a);
-        if (a.cmd == "check") return cmd_check(a);
+        if (a.cmd == "check") return cmd_check(a);  // (a MODEL: run.cpp's cmd_check_model, on the API)
         if (a.cmd == "compare") return cmd_compare(a);
         bad_input("unknown command '" + a.cmd + "'\n" + kUsage);
     } catch (const onnx2ggml::Error& e) {
