@@ -88,12 +88,18 @@ O2G_API const char* o2g_model_input_dim_name(const o2g_model* model, size_t i, s
 
 /* Session options as key/value text: "backend" (auto, cpu, a ggml device), "threads", "weights"
  * (f32, f16, q8_0, ...), "weight_rule" (REGEX=TYPE, appends), "gguf" (a file), "max_memory" (bytes,
- * or 4G), "optimize" (0/1), "disable_pass" (appends), "max_specializations". */
+ * or 4G), "optimize" (0/1), "disable_pass" (appends), "max_specializations", "release_host_weights"
+ * (0/1: free the host copy of the weights once uploaded when no other signature can come; see the C++
+ * SessionOptions), "verbose" (0/1: a line on stderr per run). */
 O2G_API o2g_options* o2g_options_create(void);
 O2G_API void o2g_options_free(o2g_options* options);
 O2G_API o2g_status o2g_options_set(o2g_options* options, const char* key, const char* value);
 
 O2G_API o2g_status o2g_session_create(const o2g_model* model, const o2g_options* options, o2g_session** out);
+/* Loads the model itself and holds its only copy (with "release_host_weights" its host weights are then
+ * freed once uploaded); o2g_session_model gives its inputs and outputs (valid while the session lives). */
+O2G_API o2g_status o2g_session_load(const char* path, const o2g_options* options, o2g_session** out);
+O2G_API const o2g_model* o2g_session_model(const o2g_session* session);
 O2G_API void o2g_session_free(o2g_session* session);
 /* Runs on n_inputs inputs (all named, or all unnamed in the model's order) and writes the model's
  * outputs, in its order, to outputs[0 .. n_outputs) (n_outputs: o2g_model_output_count); each one
@@ -105,9 +111,21 @@ O2G_API o2g_status o2g_session_stats(const o2g_session* session, uint64_t* runs,
 
 /* `onnx2ggml compile`: writes the standalone ggml program of the model at model_path into out_dir. Dynamic
  * dims are bound by shapes[0 .. n_shapes) (name, rank and shape of each; dtype and data unused); the
- * options' "weights", "weight_rule" and "optimize" apply (options may be NULL). */
+ * options' "weights", "weight_rule", "gguf", "max_memory", "optimize" and "disable_pass" apply (options
+ * may be NULL). */
 O2G_API o2g_status o2g_compile(const char* model_path, const char* out_dir, const o2g_tensor_ref* shapes,
                                size_t n_shapes, const o2g_options* options);
+
+/* `onnx2ggml quantize`: the model's weights as the options' "weights"/"weight_rule" store them, into a GGUF
+ * that the "gguf" option takes; shapes as for o2g_compile. */
+O2G_API o2g_status o2g_quantize(const char* model_path, const char* out_gguf, const o2g_tensor_ref* shapes,
+                                size_t n_shapes, const o2g_options* options);
+
+/* numpy .npy files (every numeric dtype, bool, str), and an owned copy of a tensor in the caller's memory
+ * (named by ref->name when given). Tensors made here are the caller's, to free with o2g_tensor_free. */
+O2G_API o2g_status o2g_tensor_load_npy(const char* path, o2g_tensor** out);
+O2G_API o2g_status o2g_tensor_save_npy(const char* path, const o2g_tensor* t);
+O2G_API o2g_status o2g_tensor_copy(const o2g_tensor_ref* ref, o2g_tensor** out);
 
 O2G_API const char* o2g_tensor_name(const o2g_tensor* t);
 O2G_API int o2g_tensor_dtype(const o2g_tensor* t);

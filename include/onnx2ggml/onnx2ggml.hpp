@@ -284,6 +284,108 @@ struct CompileReport {
 ONNX2GGML_API CompileReport compile(const std::string& model_path, const std::string& out_dir,
                                     const CompileOptions& options = {});
 
-ONNX2GGML_API const char* version();  // "0.1.0 (git COMMIT)"
+// `onnx2ggml quantize`: the GGUF of the model's weights as options.weights/weight_rules store them (in the forms
+// the lowering keeps: type, transposition, shape), for SessionOptions::gguf and CompileOptions::gguf to take as
+// they are. Dynamic dims are bound by options.input_shapes; options.gguf and options.dims are not taken.
+struct QuantizeReport {
+    size_t weights = 0;                // tensors written
+    uint64_t bytes = 0;                // their bytes
+    std::map<std::string, int> types;  // tensors per ggml type ("q8_0", "f32", ...)
+};
+ONNX2GGML_API QuantizeReport quantize(const std::string& model_path, const std::string& out_gguf,
+                                      const CompileOptions& options = {});
+
+// ---- What the compiler sees: `onnx2ggml inspect`, `compare`, `check TESTDIR`, `ops` ----------------------------
+
+// inspect(): the model's graph as the compiler takes it. Graph options (input_shapes, frozen_inputs, passes, and
+// the weights for a built graph) come from `graph`; its dims are not taken.
+struct InspectOptions {
+    CompileOptions graph;
+    bool ggml_ops = false;  // build the ggml graph and count its nodes per ggml op
+    std::string backend;    // non-empty: build on this backend (weights uploaded) and report the placement
+    int threads = 0;
+    enum class Picture { None, Onnx, Ggml } picture = Picture::None;  // a Graphviz DOT text of either graph
+};
+struct UnsupportedNode {
+    std::string node, op_type, reason;
+    int64_t opset = 0;
+};
+struct ModelReport {
+    std::string path, producer;
+    std::vector<std::pair<std::string, int64_t>> opsets;  // ("ai.onnx" for the default domain, version)
+    size_t nodes = 0;                                     // as loaded
+    int64_t parameters = 0;                               // elements of the initializers
+    std::vector<TensorInfo> inputs, outputs;              // shapes as inferred (dims bound by input_shapes)
+    std::map<std::string, int> op_histogram;              // nodes per op as loaded ("domain.Op" outside ai.onnx)
+    std::vector<UnsupportedNode> unsupported;             // what keeps the model from running (empty: it runs)
+    std::string shape_error;                              // non-empty: shapes not inferred, and why
+    std::map<std::string, int> ggml_ops;                  // InspectOptions::ggml_ops: nodes per ggml op
+    bool placed = false;                                  // InspectOptions::backend given and the graph built
+    Placement placement;
+    std::string dot;  // InspectOptions::picture: the ggml graph, or the ONNX graph (colored by backend when it
+                      // builds; the ONNX graph uncolored for either picture when it does not)
+};
+ONNX2GGML_API ModelReport inspect(const std::string& model_path, const InspectOptions& options = {});
+
+// compare_model(): every intermediate value of a run against an independent reference, and the first node
+// whose error exceeds the tolerance while its inputs are within it.
+//   reference "host": onnx2ggml's host evaluators (float32 computed as float64), independent of ggml's kernels;
+//   "ort": ONNX Runtime (onnxruntime-node, from scripts/setup.sh --bench) on the model with every value an output;
+//   otherwise a folder of NAME.npy files, one per value (names with bytes outside [A-Za-z0-9._-] as %XX).
+struct CompareModelOptions {
+    std::string reference = "host";
+    double tolerance = 1e-4;  // max |got - ref| relative to max |ref| of the value
+    SessionOptions session;   // backend, threads, weights, passes, frozen inputs
+    bool no_inplace = false;  // ggml's in-place ops off (a value they overwrite is then comparable too)
+    std::string work_dir;     // "ort": where its model, inputs and outputs go (made if missing)
+    bool picture = false;     // ModelComparison::dot: the graph colored by error
+};
+struct ValueComparison {
+    std::string node, op_type, ggml_ops, value;
+    std::vector<int64_t> shape;
+    bool compared = false;                     // both sides known (else `note` says why not)
+    double max_abs = 0, max_ref = 0, rel = 0;  // rel = max_abs / max|ref| (inf where one side alone is NaN)
+    std::string note;
+    bool over = false;   // rel above the tolerance
+    bool first = false;  // the first divergence
+};
+struct ModelComparison {
+    std::vector<ValueComparison> rows;  // graph order (the optimized graph's nodes, each output)
+    int first = -1;                     // the row of the first divergence; -1: none
+    std::string reference, backend, dot;
+    std::string reference_gaps;  // host: the first nodes it cannot compute (they and what follows are not compared)
+};
+// inputs: every input of the model by name (less options.session.frozen_inputs).
+ONNX2GGML_API ModelComparison compare_model(const std::string& model_path, const std::map<std::string, Tensor>& inputs,
+                                            const CompareModelOptions& options = {});
+
+// The outputs of the host reference (compare_model's "host"), in the model's order and dtypes (`check TESTDIR
+// --reference host`). Unsupported when it cannot compute one (the message names the nodes).
+ONNX2GGML_API std::vector<Tensor> reference_outputs(const std::string& model_path,
+                                                    const std::map<std::string, Tensor>& inputs,
+                                                    const CompileOptions& options = {});
+
+// A serialized onnx.TensorProto (the input_N.pb/output_N.pb of the ONNX backend tests); name() is its name.
+ONNX2GGML_API Tensor load_tensor_proto(const std::string& path);
+
+ONNX2GGML_API std::vector<std::string> supported_operators();  // "Abs", ..., "com.microsoft.FusedConv", ...
+ONNX2GGML_API std::string build_info();  // ggml's and oneDNN's versions, the backends and their devices
+
+// ---- Process-wide settings ------------------------------------------------------------------------------------
+
+ONNX2GGML_API void set_max_memory(uint64_t bytes);        // the budget SessionOptions::max_memory sets
+ONNX2GGML_API uint64_t parse_size(const std::string& s);  // "512M", "4G", "1000000" -> bytes (BadInput otherwise)
+ONNX2GGML_API void set_progress_bars(bool on);  // drawn on a terminal for steps over half a second (default on)
+// BadInput unless `weights` and every "REGEX=TYPE" rule are what SessionOptions takes (checked before any work).
+ONNX2GGML_API void check_weights(const std::string& weights, const std::vector<std::string>& rules);
+// When ggml aborts, print its message and exit instead of dumping core: code 2 (BadInput) for an RPC server gone
+// mid-run, 4 (Internal) otherwise. For command-line programs: ggml's abort callback is process-wide.
+ONNX2GGML_API void exit_on_ggml_abort();
+// Serves the device that `backend` names to other processes through ggml RPC (their SessionOptions::backend
+// "rpc:HOST:PORT"), printing "rpc-server: serving DEVICE (DESCRIPTION) on HOST:PORT" on stdout when it listens;
+// returns only on failure (BadInput: no RPC in this build, or the address cannot be served). No authentication.
+ONNX2GGML_API void serve_rpc(const std::string& host, int port, const std::string& backend = "cpu", int threads = 0);
+
+ONNX2GGML_API const char* version();  // "0.1.0 (commit COMMIT)"
 
 }  // namespace onnx2ggml

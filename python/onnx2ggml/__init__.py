@@ -13,10 +13,13 @@ for ONNX Runtime compatibility and ignored, except that "CUDAExecutionProvider" 
 """
 import numpy as _np
 
-from ._onnx2ggml import Error, Model, Session, version
+from ._onnx2ggml import Error, Model, Session, supported_operators, version
 from ._onnx2ggml import compile as _compile
+from ._onnx2ggml import inspect as _inspect
+from ._onnx2ggml import quantize as _quantize
 
-__all__ = ["InferenceSession", "NodeArg", "Error", "compile", "check", "version", "get_available_providers"]
+__all__ = ["InferenceSession", "NodeArg", "Error", "compile", "quantize", "inspect", "check", "version",
+           "supported_operators", "get_available_providers"]
 __version__ = version().split()[0]
 
 # DType (onnx.TensorProto.DataType) -> ONNX Runtime's type string
@@ -54,16 +57,18 @@ class InferenceSession:
             first = providers[0][0] if isinstance(providers[0], tuple) else providers[0]
             if first == "CUDAExecutionProvider":
                 backend = "cuda"
+        # from a path the session loads the model itself and holds its only copy: the host weights are freed
+        # once uploaded when no other signature can come (static shapes, no control inputs), as in `onnx2ggml run`
         if isinstance(path_or_bytes, (bytes, bytearray)):
-            self._model = Model.from_bytes(bytes(path_or_bytes))
+            model = Model.from_bytes(bytes(path_or_bytes))
         else:
-            self._model = Model.load(str(path_or_bytes))
-        self._session = Session(self._model, backend=backend, threads=threads, weights=weights,
+            model = str(path_or_bytes)
+        self._session = Session(model, backend=backend, threads=threads, weights=weights,
                                 weight_rules=list(weight_rules), gguf=gguf, max_memory=max_memory,
                                 optimize=optimize, disabled_passes=list(disabled_passes),
-                                max_specializations=max_specializations)
-        self._inputs = [NodeArg(i) for i in self._model.inputs]
-        self._outputs = [NodeArg(o) for o in self._model.outputs]
+                                max_specializations=max_specializations, release_host_weights=True)
+        self._inputs = [NodeArg(i) for i in self._session.model.inputs]
+        self._outputs = [NodeArg(o) for o in self._session.model.outputs]
 
     def get_inputs(self):
         return list(self._inputs)
@@ -85,6 +90,11 @@ class InferenceSession:
         control_inputs."""
         return self._session.stats()
 
+    def placement(self):
+        """Where the latest run's nodes ran: {"backend", "nodes" (per backend), "ops" ({"backend/op": n}),
+        "fallback" ([(value, op, backend)]: nodes the device could not run), "splits", "copies", "copy_bytes"}."""
+        return self._session.placement()
+
     @property
     def backend(self):
         return self._session.backend
@@ -97,6 +107,24 @@ def compile(path, out_dir, input_shapes=None, weights="f32", weight_rules=(), op
     shapes = {k: [int(d) for d in v] for k, v in (input_shapes or {}).items()}
     dyn = {k: [int(d) for d in v] for k, v in (dims or {}).items()}
     return _compile(str(path), str(out_dir), shapes, weights, list(weight_rules), optimize, dyn)
+
+
+def quantize(path, out_gguf, weights, weight_rules=(), input_shapes=None):
+    """`onnx2ggml quantize`: the model's weights stored as `weights` (q8_0, q4_K, f16, ...; rules "REGEX=TYPE" first)
+    into out_gguf, which InferenceSession(..., gguf=out_gguf) and compile take as they are; returns
+    {"weights", "bytes", "types": {ggml type: tensors}}."""
+    shapes = {k: [int(d) for d in v] for k, v in (input_shapes or {}).items()}
+    return _quantize(str(path), str(out_gguf), weights, list(weight_rules), shapes)
+
+
+def inspect(path, input_shapes=None, ggml_ops=False):
+    """`onnx2ggml inspect`: {"producer", "opsets", "nodes", "parameters", "inputs", "outputs", "op_histogram",
+    "unsupported" ([(node, op_type, opset, reason)]: empty when the model runs), "shape_error", "ggml_ops"}."""
+    shapes = {k: [int(d) for d in v] for k, v in (input_shapes or {}).items()}
+    r = _inspect(str(path), shapes, ggml_ops)
+    r["inputs"] = [NodeArg(i) for i in r["inputs"]]
+    r["outputs"] = [NodeArg(o) for o in r["outputs"]]
+    return r
 
 
 def check(path, feeds, expected, rtol=1e-3, atol=1e-7, **session_args):

@@ -26,14 +26,6 @@ struct BorrowedStorage : core::Storage {
     }
 };
 
-TensorInfo info(const core::Value& v) {
-    TensorInfo t{v.name, DType(int(v.dtype)), v.has_shape ? v.shape : core::Shape{}, v.dim_params};
-    t.dim_names.resize(t.shape.size());
-    for (auto& d : t.dim_names)
-        if (d == "?") d.clear();  // a dynamic dim without a name
-    return t;
-}
-
 core::WeightRules weight_rules(const std::string& base, const std::vector<std::string>& rules) {
     core::WeightRules r;
     r.base = core::weight_type_by_name(base);
@@ -44,6 +36,14 @@ core::WeightRules weight_rules(const std::string& base, const std::vector<std::s
 }
 
 }  // namespace
+
+TensorInfo info(const core::Value& v) {
+    TensorInfo t{v.name, DType(int(v.dtype)), v.has_shape ? v.shape : core::Shape{}, v.dim_params};
+    t.dim_names.resize(t.shape.size());
+    for (size_t i = 0; i < t.shape.size(); ++i)
+        if (t.shape[i] >= 0 || t.dim_names[i] == "?") t.dim_names[i].clear();  // static, or dynamic without a name
+    return t;
+}
 
 core::WeightRules rules_for(const core::Graph& loaded, const std::string& base, const std::vector<std::string>& rules,
                             const std::string& gguf) {
@@ -89,7 +89,7 @@ O2G_SAME_DTYPE(BFloat16, BF16)
 
 size_t dtype_size(DType t) { return t == DType::String ? 0 : core::dtype_size(core::DType(int(t))); }
 const char* dtype_name(DType t) { return core::dtype_name(core::DType(int(t))); }
-const char* version() { return ONNX2GGML_VERSION " (git " ONNX2GGML_COMMIT ")"; }
+const char* version() { return ONNX2GGML_VERSION " (commit " ONNX2GGML_COMMIT ")"; }
 
 // ---- Tensor --------------------------------------------------------------------------------------
 
@@ -433,6 +433,15 @@ core::Tensor to_core(const TensorRef& r, const std::string& what) {
 
 // ---- compile -------------------------------------------------------------------------------------
 
+core::CompileOptions graph_options(const CompileOptions& o) {
+    core::CompileOptions c;
+    for (auto& kv : o.input_shapes) c.input_shapes[kv.first] = kv.second;
+    for (auto& kv : o.frozen_inputs) c.frozen_inputs[kv.first] = core_of(kv.second);
+    c.optimize = o.optimize;
+    c.disabled_passes = o.disabled_passes;
+    return c;
+}
+
 CompileReport compile(const std::string& model_path, const std::string& out_dir, const CompileOptions& o) {
     try {
         if (out_dir.empty()) core::bad_input("compile needs an output folder");
@@ -440,11 +449,7 @@ CompileReport compile(const std::string& model_path, const std::string& out_dir,
         core::Graph g = core::load_onnx(model_path);
         core::WeightRules rules = rules_for(g, o.weights, o.weight_rules, o.gguf);
         core::GgufMeta meta = core::gguf_model_meta(g, rules);
-        core::CompileOptions copts;
-        copts.optimize = o.optimize;
-        copts.disabled_passes = o.disabled_passes;
-        for (auto& kv : o.input_shapes) copts.input_shapes[kv.first] = kv.second;
-        for (auto& kv : o.frozen_inputs) copts.frozen_inputs[kv.first] = core_of(kv.second);
+        core::CompileOptions copts = graph_options(o);
         if (!o.dims.empty()) {
             std::vector<core::DynamicDim> dims;
             for (auto& kv : o.dims) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "passes/pipeline.h"
 #include "runtime/session.h"
 #include "onnx2ggml/onnx2ggml.hpp"
 
@@ -22,7 +23,8 @@ struct Tensor::Impl {
 };
 
 Tensor make_tensor(std::string name, core::Tensor t);
-Model model_of(core::Graph loaded);  // a Model of a graph as loaded
+Model model_of(core::Graph loaded);     // a Model of a graph as loaded
+TensorInfo info(const core::Value& v);  // a graph input's or output's name, dtype, shape and dim names
 struct TensorAccess {
     static const Tensor::Impl& impl(const Tensor& t) { return *t.impl_; }
 };
@@ -34,6 +36,8 @@ core::WeightRules rules_for(const core::Graph& loaded, const std::string& base, 
                             const std::string& gguf);
 // Where a built core Session's nodes run (Session::placement, and `inspect --backend`).
 Placement placement_of(const core::Session& s);
+// The graph options of CompileOptions as the core takes them (input shapes, frozen inputs, passes).
+core::CompileOptions graph_options(const CompileOptions& o);
 // A core tensor reading the caller's memory in place (`what` names it in errors).
 core::Tensor to_core(const TensorRef& r, const std::string& what);
 // Inside a catch block: rethrows the exception in flight as an onnx2ggml::Error.

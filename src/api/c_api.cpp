@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "api/api_internal.h"
-#include "util/limits.h"
 
 using namespace onnx2ggml;
 
@@ -19,6 +18,7 @@ struct o2g_options {
 struct o2g_session {
     Session s;
     size_t n_outputs;
+    o2g_model model;  // s.model(), for o2g_session_model
 };
 struct o2g_tensor {
     Tensor t;
@@ -59,6 +59,17 @@ o2g_status info(const std::vector<TensorInfo>& v, size_t i, const char** name, i
     if (rank) *rank = v[i].shape.size();
     if (dims) *dims = v[i].shape.data();
     return O2G_OK;
+}
+
+o2g_tensor* new_tensor(Tensor t) {
+    std::vector<std::string> strings = t.dtype() == DType::String ? t.strings() : std::vector<std::string>{};
+    return new o2g_tensor{std::move(t), std::move(strings)};
+}
+
+o2g_session* new_session(Session s) {
+    size_t n = s.model().outputs().size();
+    Model m = s.model();
+    return new o2g_session{std::move(s), n, o2g_model{std::move(m)}};
 }
 
 }  // namespace
@@ -123,24 +134,31 @@ o2g_status o2g_options_set(o2g_options* options, const char* key, const char* va
         else if (k == "weights") o.weights = v;
         else if (k == "weight_rule") o.weight_rules.push_back(v);
         else if (k == "gguf") o.gguf = v;
-        else if (k == "max_memory") o.max_memory = core::parse_size(v);
+        else if (k == "max_memory") o.max_memory = parse_size(v);
         else if (k == "optimize") o.optimize = number(0) != 0;
         else if (k == "disable_pass") o.disabled_passes.push_back(v);
         else if (k == "max_specializations") o.max_specializations = size_t(number(1));
+        else if (k == "release_host_weights") o.release_host_weights = number(0) != 0;
+        else if (k == "verbose") o.verbose = number(0) != 0;
         else
             throw Error(ErrorCategory::BadInput,
                         "unknown option '" + k +
                             "' (backend, threads, weights, weight_rule, gguf, max_memory, optimize, disable_pass, "
-                            "max_specializations)");
+                            "max_specializations, release_host_weights, verbose)");
     });
 }
 
 o2g_status o2g_session_create(const o2g_model* model, const o2g_options* options, o2g_session** out) {
     if (!model || !out) return bad("o2g_session_create: NULL argument");
-    return guarded([&] {
-        *out = new o2g_session{Session(model->m, options ? options->o : SessionOptions{}), model->m.outputs().size()};
-    });
+    return guarded([&] { *out = new_session(Session(model->m, options ? options->o : SessionOptions{})); });
 }
+
+o2g_status o2g_session_load(const char* path, const o2g_options* options, o2g_session** out) {
+    if (!path || !out) return bad("o2g_session_load: NULL argument");
+    return guarded([&] { *out = new_session(Session(std::string(path), options ? options->o : SessionOptions{})); });
+}
+
+const o2g_model* o2g_session_model(const o2g_session* session) { return session ? &session->model : nullptr; }
 
 void o2g_session_free(o2g_session* session) { delete session; }
 
@@ -166,8 +184,7 @@ o2g_status o2g_session_run(o2g_session* session, const o2g_tensor_ref* inputs, s
         }
         std::vector<Tensor> outs = named ? session->s.run(feeds) : session->s.run(ordered);
         std::vector<o2g_tensor*> made;
-        for (auto& t : outs)
-            made.push_back(new o2g_tensor{t, t.dtype() == DType::String ? t.strings() : std::vector<std::string>{}});
+        for (auto& t : outs) made.push_back(new_tensor(t));
         for (size_t k = 0; k < made.size(); ++k) outputs[k] = made[k];
     });
 }
@@ -182,23 +199,56 @@ o2g_status o2g_session_stats(const o2g_session* session, uint64_t* runs, uint64_
     });
 }
 
+namespace {
+// compile's and quantize's options: the session options that apply, and the shapes binding dynamic dims
+CompileOptions compile_options(const char* what, const o2g_tensor_ref* shapes, size_t n_shapes,
+                               const o2g_options* options) {
+    CompileOptions o;
+    if (options) {
+        o.weights = options->o.weights;
+        o.weight_rules = options->o.weight_rules;
+        o.gguf = options->o.gguf;
+        o.max_memory = options->o.max_memory;
+        o.optimize = options->o.optimize;
+        o.disabled_passes = options->o.disabled_passes;
+    }
+    for (size_t k = 0; k < n_shapes; ++k) {
+        const o2g_tensor_ref& r = shapes[k];
+        if (!r.name || (r.rank && !r.shape))
+            throw Error(ErrorCategory::BadInput, std::string(what) + ": a shape without a name or dims");
+        o.input_shapes[r.name] = std::vector<int64_t>(r.shape, r.shape + r.rank);
+    }
+    return o;
+}
+}  // namespace
+
 o2g_status o2g_compile(const char* model_path, const char* out_dir, const o2g_tensor_ref* shapes, size_t n_shapes,
                        const o2g_options* options) {
     if (!model_path || !out_dir || (n_shapes && !shapes)) return bad("o2g_compile: NULL argument");
+    return guarded([&] { compile(model_path, out_dir, compile_options("o2g_compile", shapes, n_shapes, options)); });
+}
+
+o2g_status o2g_quantize(const char* model_path, const char* out_gguf, const o2g_tensor_ref* shapes, size_t n_shapes,
+                        const o2g_options* options) {
+    if (!model_path || !out_gguf || (n_shapes && !shapes)) return bad("o2g_quantize: NULL argument");
+    return guarded([&] { quantize(model_path, out_gguf, compile_options("o2g_quantize", shapes, n_shapes, options)); });
+}
+
+o2g_status o2g_tensor_load_npy(const char* path, o2g_tensor** out) {
+    if (!path || !out) return bad("o2g_tensor_load_npy: NULL argument");
+    return guarded([&] { *out = new_tensor(load_npy(path)); });
+}
+
+o2g_status o2g_tensor_save_npy(const char* path, const o2g_tensor* t) {
+    if (!path || !t) return bad("o2g_tensor_save_npy: NULL argument");
+    return guarded([&] { save_npy(path, t->t); });
+}
+
+o2g_status o2g_tensor_copy(const o2g_tensor_ref* ref, o2g_tensor** out) {
+    if (!ref || !out || (ref->rank && !ref->shape)) return bad("o2g_tensor_copy: NULL argument");
     return guarded([&] {
-        CompileOptions o;
-        if (options) {
-            o.weights = options->o.weights;
-            o.weight_rules = options->o.weight_rules;
-            o.optimize = options->o.optimize;
-        }
-        for (size_t k = 0; k < n_shapes; ++k) {
-            const o2g_tensor_ref& r = shapes[k];
-            if (!r.name || (r.rank && !r.shape))
-                throw Error(ErrorCategory::BadInput, "o2g_compile: a shape without a name or dims");
-            o.input_shapes[r.name] = std::vector<int64_t>(r.shape, r.shape + r.rank);
-        }
-        compile(model_path, out_dir, o);
+        TensorRef r{DType(ref->dtype), std::vector<int64_t>(ref->shape, ref->shape + ref->rank), ref->data};
+        *out = new_tensor(Tensor::copy(r, ref->name ? ref->name : ""));
     });
 }
 

@@ -46,7 +46,14 @@ struct Args {
     double tolerance = 1e-4;  // compare
 };
 
-// run.cpp: the commands on the public API
+// args.cpp: the usage text and the parser
+extern const char* const kUsage;
+Args parse(int argc, char** argv);
+// compile --dim's "NAME=MIN:MAX[:STEP]" or "NAME=V1,V2,..." -> (NAME, the values ascending); BadInput otherwise
+std::pair<std::string, Dims> parse_dim_spec(const std::string& spec);
+[[noreturn]] void bad(const std::string& message);  // throws Error(BadInput, message)
+
+// run.cpp: run, check MODEL, bench, compile
 int cmd_run(const Args& a);
 int cmd_check_model(const Args& a);  // check MODEL --input ... --expect ...
 int cmd_bench(const Args& a);
@@ -58,6 +65,16 @@ std::map<std::string, Tensor> frozen_inputs(const Args& a);  // --freeze's files
 std::vector<Tensor> gather_inputs(const Session& s, const Args& a, const InputSet& set);
 
 // Where a session's nodes run, as text (inspect --backend, run --profile) and JSON (inspect --json)
+// check MODEL and check TESTDIR: a line per output (errors, PASS/FAIL); false on a mismatch
+bool report_outputs(const std::vector<Tensor>& outs, const std::vector<Tensor>& expected, const Args& a,
+                    const std::string& tag);
+
+// tools.cpp: the commands that report what the compiler sees (on the API's model tools)
+int cmd_inspect(const Args& a);
+int cmd_quantize(const Args& a);
+int cmd_compare(const Args& a);
+int cmd_check_dir(const Args& a);  // check TESTDIR (an ONNX backend-test folder)
+
 std::string placement_text(const Placement& p, bool per_op);
 std::string placement_json(const Placement& p);
 std::string json_str(const std::string& s);

@@ -1,5 +1,6 @@
 // `onnx2ggml run`, `check MODEL`, `bench` and `compile`, written on the public C++ API only
-// (include/onnx2ggml/onnx2ggml.hpp): what they do, an application linking libonnx2ggml can do too.
+// (include/onnx2ggml/onnx2ggml.hpp): what they do, an application linking libonnx2ggml can do too; and
+// what the command's files share (JSON strings, placement text, outputs checked against expected ones).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -15,8 +16,6 @@
 namespace onnx2ggml::cli {
 
 namespace {
-
-[[noreturn]] void bad(const std::string& message) { throw Error(ErrorCategory::BadInput, message); }
 
 std::vector<TensorRef> refs(const std::vector<Tensor>& ts) {
     std::vector<TensorRef> r;
@@ -122,6 +121,20 @@ SessionOptions one_run_options(const Args& a) {
 }
 
 }  // namespace
+
+void bad(const std::string& message) { throw Error(ErrorCategory::BadInput, message); }
+
+bool report_outputs(const std::vector<Tensor>& outs, const std::vector<Tensor>& expected, const Args& a,
+                    const std::string& tag) {
+    bool all = true;
+    for (size_t k = 0; k < expected.size() && k < outs.size(); ++k) {
+        Comparison c = compare(outs[k], expected[k], a.rtol, a.atol);
+        all &= c.pass;
+        printf("%s%s: max_abs_err=%.3g max_rel_err=%.3g %s%s\n", tag.c_str(), outs[k].name().c_str(), c.max_abs,
+               c.max_rel, c.pass ? "PASS" : "FAIL", c.pass ? "" : (" (" + c.why + ")").c_str());
+    }
+    return all;
+}
 
 std::string json_str(const std::string& s) {
     std::string r = "\"";
@@ -300,13 +313,7 @@ int cmd_check_model(const Args& a) {
             exp.push_back(load_npy(it->second));
         }
         std::vector<Tensor> outs = s.run(ins);
-        std::string tag = a.sets.size() > 1 ? "set " + std::to_string(si) + ": " : "";
-        for (size_t k = 0; k < exp.size(); ++k) {
-            Comparison c = compare(outs[k], exp[k], a.rtol, a.atol);
-            all &= c.pass;
-            printf("%s%s: max_abs_err=%.3g max_rel_err=%.3g %s%s\n", tag.c_str(), outs[k].name().c_str(), c.max_abs,
-                   c.max_rel, c.pass ? "PASS" : "FAIL", c.pass ? "" : (" (" + c.why + ")").c_str());
-        }
+        all &= report_outputs(outs, exp, a, a.sets.size() > 1 ? "set " + std::to_string(si) + ": " : "");
     }
     printf("%s\n", all ? "PASS" : "FAIL");
     return all ? 0 : int(ErrorCategory::Mismatch);

@@ -192,41 +192,6 @@ std::string sanitize(const std::string& name) {
 
 }  // namespace
 
-DynamicDim parse_dynamic_dim(const std::string& spec) {
-    auto bad = [&](const std::string& why) -> DynamicDim {
-        bad_input("--dim '" + spec + "': " + why + " (expected NAME=MIN:MAX[:STEP] or NAME=V1,V2,...)");
-    };
-    size_t eq = spec.rfind('=');
-    if (eq == std::string::npos || eq == 0) return bad("no NAME=");
-    DynamicDim d;
-    d.name = spec.substr(0, eq);
-    std::string v = spec.substr(eq + 1);
-    auto num = [&](const std::string& t) -> int64_t {
-        if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string::npos)
-            bad("'" + t + "' is not a positive number");
-        int64_t x = std::stoll(t);
-        if (x < 1) bad("dims are at least 1");
-        return x;
-    };
-    if (v.find(':') != std::string::npos) {
-        std::vector<std::string> p;
-        std::stringstream ss(v);
-        for (std::string t; std::getline(ss, t, ':');) p.push_back(t);
-        if (p.size() < 2 || p.size() > 3) return bad("a range has 2 or 3 parts");
-        int64_t lo = num(p[0]), hi = num(p[1]), step = p.size() == 3 ? num(p[2]) : 1;
-        if (hi < lo) return bad("MAX below MIN");
-        if ((hi - lo) / step + 1 > int64_t(kMaxGridPoints)) return bad("more than 128 values");
-        for (int64_t x = lo; x <= hi; x += step) d.values.push_back(x);
-    } else {
-        std::stringstream ss(v);
-        for (std::string t; std::getline(ss, t, ',');) d.values.push_back(num(t));
-        std::sort(d.values.begin(), d.values.end());
-        d.values.erase(std::unique(d.values.begin(), d.values.end()), d.values.end());
-    }
-    if (d.values.empty()) return bad("no values");
-    return d;
-}
-
 namespace {
 
 // The polynomial of degree m[j] - 1 in dim j through the grid's first m[j] values of each dim, if it gives y at

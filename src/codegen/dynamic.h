@@ -24,9 +24,6 @@ struct DynamicDim {
     std::vector<int64_t> values;  // the values the program takes, ascending
 };
 
-// "NAME=MIN:MAX[:STEP]" or "NAME=V1,V2,..." (exit 2 on anything else)
-DynamicDim parse_dynamic_dim(const std::string& spec);
-
 // `loaded`: the graph as loaded; copts.input_shapes fixes other dynamic dims (its entries' axes named by a --dim
 // take the grid's values).
 EmitReport emit_dynamic_project(const Graph& loaded, const CompileOptions& copts, const std::vector<DynamicDim>& dims,

@@ -1,6 +1,6 @@
 // The Python module's native part (_onnx2ggml), on the C++ API: Model, Session (numpy arrays in and
-// out, the GIL released while the graph computes), compile, version, and onnx2ggml.Error carrying
-// the CLI's exit code. python/onnx2ggml/__init__.py builds ONNX Runtime's interface on it.
+// out, the GIL released while the graph computes), compile, quantize, inspect, version, and onnx2ggml.Error
+// carrying the CLI's exit code. python/onnx2ggml/__init__.py builds ONNX Runtime's interface on it.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -137,10 +137,13 @@ PYBIND11_MODULE(_onnx2ggml, m) {
         .def_property_readonly("inputs", [](const Model& mo) { return infos(mo.inputs()); })
         .def_property_readonly("outputs", [](const Model& mo) { return infos(mo.outputs()); });
 
+    // Session(model: Model | path: str, backend=..., ...): a path makes the session load the model itself and
+    // hold its only copy (release_host_weights then frees the host weights once uploaded, Session(path) in C++)
     py::class_<Session>(m, "Session")
-        .def(py::init([](const Model& model, const std::string& backend, int threads, const std::string& weights,
+        .def(py::init([](const py::object& model, const std::string& backend, int threads, const std::string& weights,
                          std::vector<std::string> weight_rules, const std::string& gguf, uint64_t max_memory,
-                         bool optimize, std::vector<std::string> disabled_passes, size_t max_specializations) {
+                         bool optimize, std::vector<std::string> disabled_passes, size_t max_specializations,
+                         bool release_host_weights) {
                  SessionOptions o;
                  o.backend = backend;
                  o.threads = threads;
@@ -151,13 +154,35 @@ PYBIND11_MODULE(_onnx2ggml, m) {
                  o.optimize = optimize;
                  o.disabled_passes = std::move(disabled_passes);
                  o.max_specializations = max_specializations;
+                 o.release_host_weights = release_host_weights;
+                 if (py::isinstance<py::str>(model)) {
+                     std::string path = model.cast<std::string>();
+                     py::gil_scoped_release nogil;
+                     return Session(path, o);
+                 }
+                 const Model& mo = model.cast<const Model&>();
                  py::gil_scoped_release nogil;
-                 return Session(model, o);
+                 return Session(mo, o);
              }),
              py::arg("model"), py::arg("backend") = "auto", py::arg("threads") = 0, py::arg("weights") = "f32",
              py::arg("weight_rules") = std::vector<std::string>{}, py::arg("gguf") = "", py::arg("max_memory") = 0,
              py::arg("optimize") = true, py::arg("disabled_passes") = std::vector<std::string>{},
-             py::arg("max_specializations") = 8)
+             py::arg("max_specializations") = 8, py::arg("release_host_weights") = false)
+        .def_property_readonly("model", &Session::model)
+        .def("placement",
+             [](const Session& s) {
+                 Placement p = s.placement();
+                 py::dict d, ops;
+                 d["backend"] = p.backend;
+                 d["nodes"] = p.nodes;
+                 for (auto& kv : p.ops) ops[py::str(kv.first.first + "/" + kv.first.second)] = kv.second;
+                 d["ops"] = ops;
+                 py::list fb;
+                 for (auto& f : p.fallback) fb.append(py::make_tuple(f.name, f.op, f.backend));
+                 d["fallback"] = fb;
+                 d["splits"] = p.splits, d["copies"] = p.copies, d["copy_bytes"] = p.copy_bytes;
+                 return d;
+             })
         // run(feeds: dict name -> array, output_names: list or None) -> list of arrays
         .def(
             "run",
@@ -214,5 +239,46 @@ PYBIND11_MODULE(_onnx2ggml, m) {
         py::arg("path"), py::arg("out_dir"), py::arg("input_shapes") = std::map<std::string, std::vector<int64_t>>{},
         py::arg("weights") = "f32", py::arg("weight_rules") = std::vector<std::string>{}, py::arg("optimize") = true,
         py::arg("dims") = std::map<std::string, std::vector<int64_t>>{});
+    m.def(
+        "quantize",
+        [](const std::string& path, const std::string& out, const std::string& weights,
+           std::vector<std::string> weight_rules, std::map<std::string, std::vector<int64_t>> shapes) {
+            CompileOptions o;
+            o.weights = weights;
+            o.weight_rules = std::move(weight_rules);
+            o.input_shapes = std::move(shapes);
+            QuantizeReport r;
+            {
+                py::gil_scoped_release nogil;
+                r = quantize(path, out, o);
+            }
+            py::dict d;
+            d["weights"] = r.weights, d["bytes"] = r.bytes, d["types"] = r.types;
+            return d;
+        },
+        py::arg("path"), py::arg("out_gguf"), py::arg("weights"), py::arg("weight_rules") = std::vector<std::string>{},
+        py::arg("input_shapes") = std::map<std::string, std::vector<int64_t>>{});
+    m.def(
+        "inspect",
+        [](const std::string& path, std::map<std::string, std::vector<int64_t>> shapes, bool ggml_ops) {
+            InspectOptions o;
+            o.graph.input_shapes = std::move(shapes);
+            o.ggml_ops = ggml_ops;
+            ModelReport r;
+            {
+                py::gil_scoped_release nogil;
+                r = inspect(path, o);
+            }
+            py::dict d;
+            d["producer"] = r.producer, d["opsets"] = r.opsets, d["nodes"] = r.nodes, d["parameters"] = r.parameters;
+            d["inputs"] = infos(r.inputs), d["outputs"] = infos(r.outputs), d["op_histogram"] = r.op_histogram;
+            py::list bad;
+            for (auto& u : r.unsupported) bad.append(py::make_tuple(u.node, u.op_type, u.opset, u.reason));
+            d["unsupported"] = bad, d["shape_error"] = r.shape_error, d["ggml_ops"] = r.ggml_ops;
+            return d;
+        },
+        py::arg("path"), py::arg("input_shapes") = std::map<std::string, std::vector<int64_t>>{},
+        py::arg("ggml_ops") = false);
+    m.def("supported_operators", &supported_operators);
     m.def("version", &version);
 }

@@ -7,6 +7,7 @@
 #include <malloc.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -237,6 +238,110 @@ TEST(CApi, ResnetMatchesTheCliAndNamesItsInputs) {
     EXPECT_EQ(o2g_model_load("/nonexistent/model.onnx", &missing), O2G_BAD_INPUT);
     EXPECT_NE(std::string(o2g_last_error()).find("/nonexistent/model.onnx"), std::string::npos);
     EXPECT_EQ(missing, nullptr);
+}
+
+// The model tools the CLI's inspect, quantize, compare and check TESTDIR are written on: inspect's report, a
+// quantized GGUF that a Session takes as the CLI's `run --gguf` does (bit for bit), the host reference against
+// the session (float64 evaluators: within the op suite's tolerance), a backend-test tensor file.
+TEST(CppApi, TheModelToolsAreWhatTheCliReports) {
+    const std::string work = env("O2G_WORK");
+    onnx2ggml::InspectOptions io;
+    io.ggml_ops = true;
+    io.backend = "cpu";
+    onnx2ggml::ModelReport r = onnx2ggml::inspect(model_path("tinycnn"), io);
+    EXPECT_TRUE(r.unsupported.empty());
+    EXPECT_TRUE(r.shape_error.empty());
+    EXPECT_EQ(r.producer, "pytorch");
+    ASSERT_EQ(r.inputs.size(), 1u);
+    EXPECT_EQ(r.inputs[0].shape, (std::vector<int64_t>{1, 3, 32, 32}));
+    EXPECT_EQ(r.op_histogram["Conv"], 5);
+    EXPECT_GT(r.ggml_ops["MUL_MAT"], 0);
+    EXPECT_TRUE(r.placed);
+    EXPECT_TRUE(r.placement.fallback.empty());
+    EXPECT_THROW(onnx2ggml::inspect(work + "/missing.onnx"), onnx2ggml::Error);
+
+    // quantize -> a Session on the GGUF == `onnx2ggml run --gguf` bit for bit
+    const std::string gguf = work + "/api_r18_q8.gguf";
+    onnx2ggml::CompileOptions qo;
+    qo.weights = "q8_0";
+    onnx2ggml::QuantizeReport q = onnx2ggml::quantize(model_path("resnet18"), gguf, qo);
+    EXPECT_GT(q.weights, 0u);
+    EXPECT_GE(q.types["q8_0"], 1);  // the classifier at least (convolution kernels: see `onnx2ggml --help`)
+    onnx2ggml::SessionOptions so = two_threads();
+    so.gguf = gguf;
+    onnx2ggml::Session s(model_path("resnet18"), so);
+    const std::string in_path = env("O2G_MODELS") + "/resnet18/input.npy";
+    onnx2ggml::Tensor x = onnx2ggml::load_npy(in_path);
+    auto out = s.run({x.ref()});
+    std::string dir = work + "/cli_r18_q8";
+    std::string cmd = "'" + env("O2G_CLI") + "' run '" + model_path("resnet18") + "' --input input='" + in_path +
+                      "' --gguf '" + gguf + "' --threads 2 --output-dir '" + dir + "' 2>/dev/null";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    expect_same_bytes(out[0], read_npy(dir + "/output_0.npy"), "resnet18 q8_0");
+
+    // the host reference (float64) against ggml's f32 run
+    onnx2ggml::Session f32(model_path("tinycnn"), two_threads());
+    onnx2ggml::Tensor t = onnx2ggml::load_npy(env("O2G_MODELS") + "/tinycnn/input.npy");
+    auto ggml_out = f32.run({t.ref()});
+    auto host_out = onnx2ggml::reference_outputs(model_path("tinycnn"), {{"input", t}});
+    ASSERT_EQ(host_out.size(), 1u);
+    EXPECT_EQ(host_out[0].dtype(), onnx2ggml::DType::Float);
+    onnx2ggml::Comparison c = onnx2ggml::compare(ggml_out[0], host_out[0], 1e-3, 1e-6);
+    EXPECT_TRUE(c.pass) << c.why;
+    onnx2ggml::CompareModelOptions co;
+    co.session = two_threads();
+    onnx2ggml::ModelComparison mc = onnx2ggml::compare_model(model_path("tinycnn"), {{"input", t}}, co);
+    EXPECT_EQ(mc.first, -1);
+    EXPECT_GT(mc.rows.size(), 10u);
+
+    // a tensor file of the ONNX backend tests (written here as the ONNX runner's are: a serialized TensorProto)
+    EXPECT_THROW(onnx2ggml::load_tensor_proto(work + "/missing.pb"), onnx2ggml::Error);
+    auto ops = onnx2ggml::supported_operators();
+    EXPECT_NE(std::find(ops.begin(), ops.end(), "Conv"), ops.end());
+}
+
+// The C API's file-level calls: a session loading its model, the model it names, .npy in and out, quantize.
+TEST(CApi, SessionOfAPathNpyFilesAndQuantize) {
+    const std::string work = env("O2G_WORK");
+    o2g_options* opts = o2g_options_create();
+    ASSERT_EQ(o2g_options_set(opts, "threads", "2"), O2G_OK);
+    ASSERT_EQ(o2g_options_set(opts, "release_host_weights", "1"), O2G_OK);
+    o2g_session* s = nullptr;
+    ASSERT_EQ(o2g_session_load(model_path("resnet18").c_str(), opts, &s), O2G_OK) << o2g_last_error();
+    const o2g_model* m = o2g_session_model(s);
+    ASSERT_EQ(o2g_model_input_count(m), 1u);
+    const char* name = nullptr;
+    ASSERT_EQ(o2g_model_input(m, 0, &name, nullptr, nullptr, nullptr), O2G_OK);
+    EXPECT_STREQ(name, "input");
+    o2g_tensor* in = nullptr;
+    ASSERT_EQ(o2g_tensor_load_npy((env("O2G_MODELS") + "/resnet18/input.npy").c_str(), &in), O2G_OK);
+    o2g_tensor_ref ref = {nullptr, o2g_tensor_dtype(in), o2g_tensor_rank(in), o2g_tensor_shape(in),
+                          o2g_tensor_data(in)};
+    o2g_tensor* out = nullptr;
+    ASSERT_EQ(o2g_session_run(s, &ref, 1, &out, 1), O2G_OK) << o2g_last_error();
+    Npy cli = cli_output("resnet18", "input");
+    ASSERT_EQ(o2g_tensor_nbytes(out), cli.bytes.size());
+    EXPECT_EQ(std::memcmp(o2g_tensor_data(out), cli.bytes.data(), cli.bytes.size()), 0);
+    const std::string saved = work + "/c_api_out.npy";
+    ASSERT_EQ(o2g_tensor_save_npy(saved.c_str(), out), O2G_OK);
+    EXPECT_EQ(read_npy(saved).bytes, cli.bytes);
+    o2g_tensor* copy = nullptr;
+    ASSERT_EQ(o2g_tensor_copy(&ref, &copy), O2G_OK);
+    EXPECT_EQ(std::memcmp(o2g_tensor_data(copy), o2g_tensor_data(in), o2g_tensor_nbytes(in)), 0);
+    EXPECT_EQ(o2g_tensor_load_npy((work + "/missing.npy").c_str(), &copy), O2G_BAD_INPUT);
+    EXPECT_NE(std::string(o2g_last_error()).find("missing.npy"), std::string::npos);
+    for (o2g_tensor* t : {in, out, copy}) o2g_tensor_free(t);
+    o2g_session_free(s);
+
+    const std::string gguf = work + "/c_api_q8.gguf";
+    ASSERT_EQ(o2g_options_set(opts, "weights", "q8_0"), O2G_OK);
+    ASSERT_EQ(o2g_quantize(model_path("resnet18").c_str(), gguf.c_str(), nullptr, 0, opts), O2G_OK) << o2g_last_error();
+    std::ifstream f(gguf, std::ios::binary);
+    char magic[4] = {};
+    f.read(magic, 4);
+    EXPECT_EQ(std::string(magic, 4), "GGUF");
+    EXPECT_EQ(o2g_quantize(model_path("resnet18").c_str(), "", nullptr, 0, opts), O2G_BAD_INPUT);
+    o2g_options_free(opts);
 }
 
 TEST(CppApi, BadFeedsRaiseOneErrorNamingTheInput) {

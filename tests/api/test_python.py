@@ -264,3 +264,58 @@ def test_the_gil_is_released_while_the_graph_computes():
     took = time.perf_counter() - start
     assert took > 0.5, "the run took %.2f s: too short to tell" % took
     assert gap < 0.25 * took, "this thread stood still %.2f s of the run's %.2f s: the GIL was held" % (gap, took)
+
+
+def test_a_session_of_a_path_frees_the_host_weights():
+    """InferenceSession(path) holds the model's only copy, so a static model's host weights go once uploaded, as in
+    `onnx2ggml run`; a Model the caller keeps holds them. VmRSS in fresh interpreters (large blocks from mmap:
+    RSS follows what is live), resnet18's 45 MB of weights."""
+    code = """
+import ctypes, sys, numpy as np, onnx2ggml
+ctypes.CDLL("libc.so.6").mallopt(-3, 1 << 20)  # M_MMAP_THRESHOLD
+def rss_kb():
+    return int([l for l in open("/proc/self/status") if l.startswith("VmRSS")][0].split()[1])
+x = np.load(sys.argv[2])
+onnx2ggml.InferenceSession(sys.argv[1], threads=2).run(None, {"input": x})  # warm-up: pools, caches
+before = rss_kb()
+if sys.argv[3] == "path":
+    s = onnx2ggml.InferenceSession(sys.argv[1], threads=2)
+    s.run(None, {"input": x})
+else:
+    m = onnx2ggml.Model.load(sys.argv[1])
+    s = onnx2ggml.Session(m, threads=2, release_host_weights=True)
+    s.run({"input": x}, [])
+print(rss_kb() - before)
+"""
+    folder = os.path.join(MODELS, "resnet18")
+    grown = {}
+    for how in ("path", "model"):
+        r = subprocess.run([sys.executable, "-c", code, os.path.join(folder, "model.onnx"),
+                            os.path.join(folder, "input.npy"), how], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        grown[how] = int(r.stdout.strip())
+    assert grown["path"] < grown["model"] - 10 * 1024, grown
+
+
+def test_quantize_inspect_and_placement():
+    folder = os.path.join(MODELS, "resnet18")
+    model = os.path.join(folder, "model.onnx")
+    gguf = os.path.join(WORK, "py_r18_q8.gguf")
+    rep = onnx2ggml.quantize(model, gguf, "q8_0")
+    assert rep["weights"] > 0 and rep["types"].get("q8_0", 0) >= 1, rep
+    x = np.load(os.path.join(folder, "input.npy"))
+    sess = onnx2ggml.InferenceSession(model, threads=2, gguf=gguf)
+    (y,) = sess.run(None, {"input": x})
+    out = os.path.join(WORK, "py_cli_r18_q8")
+    subprocess.run([CLI, "run", model, "--input", "input=" + os.path.join(folder, "input.npy"), "--gguf", gguf,
+                    "--threads", "2", "--output-dir", out], check=True, stderr=subprocess.DEVNULL)
+    np.testing.assert_array_equal(y, np.load(os.path.join(out, "output_0.npy")))  # the CLI's bits
+    p = sess.placement()  # (the quantized classifier's product: ggml's CPU kernels, beside the default backend's)
+    assert sum(p["nodes"].values()) > 0 and all(op == "MUL_MAT" for _, op, _ in p["fallback"]), p
+    info = onnx2ggml.inspect(model, ggml_ops=True)
+    assert info["unsupported"] == [] and info["op_histogram"]["Conv"] == 20, info["op_histogram"]
+    assert info["inputs"][0].shape == [1, 3, 224, 224] and info["ggml_ops"], info
+    assert "Conv" in onnx2ggml.supported_operators()
+    with pytest.raises(onnx2ggml.Error) as e:
+        onnx2ggml.quantize(model, gguf, "q9_9")
+    assert e.value.exit_code == 2 and "q9_9" in str(e.value)

@@ -346,16 +346,6 @@ TEST(DynamicDims, FitsPolynomialsExactlyOrNothing) {
     EXPECT_EQ(fit_expression(bs, {"b", "s"}, y), "");
 }
 
-TEST(DynamicDims, ParsesRangesAndLists) {
-    using onnx2ggml::core::parse_dynamic_dim;
-    EXPECT_EQ(parse_dynamic_dim("batch=1:4").values, (std::vector<int64_t>{1, 2, 3, 4}));
-    EXPECT_EQ(parse_dynamic_dim("h=64:256:64").values, (std::vector<int64_t>{64, 128, 192, 256}));
-    EXPECT_EQ(parse_dynamic_dim("s=8,2,8,4").values, (std::vector<int64_t>{2, 4, 8}));
-    EXPECT_EQ(parse_dynamic_dim("a=b=3").name, "a=b");
-    for (const char* bad : {"n", "n=", "n=0:4", "n=4:1", "n=1:2:3:4", "n=x", "n=1:1000", "=4"})
-        EXPECT_THROW(parse_dynamic_dim(bad), onnx2ggml::core::Error) << bad;
-}
-
 TEST(Specialize, FoldsShapeSubgraphs) {
     std::string bytes;
     reshape_model().SerializeToString(&bytes);
