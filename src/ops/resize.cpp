@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <numeric>
 
 #include "o2g_kernels.h"
@@ -239,6 +240,40 @@ ggml_tensor* extrapolate(Lc& c, const ResizePlan& p, ggml_tensor* y) {
     return c.binary(LowerCtx::Bin::Add, y, p.out, c.constant(Tensor::from_f32(ext, ms)), ms);
 }
 
+// Whether ggml_interpolate's bilinear mode (ggml-cpu's rule, which the GPU backends share: source coordinate
+// (x + o) / sf - o with o = 0.5, or 0 and sf = (out - 1) / (in - 1) for align_corners; taps floor and floor + 1
+// clamped to the input; weight clamped to [0, 1]) gives this Resize's taps on the last two axes, the others
+// unresized: checked tap by tap against axis_taps, so any coordinate mode or scale that agrees takes it.
+bool bilinear_is_ggmls(const ResizePlan& p, const Shape& s) {
+    int rk = int(s.size());
+    if (p.mode != "linear" || rk < 2 || rk > 4 || p.coord == "tf_crop_and_resize" || p.out == s) return false;
+    for (int a = 0; a < rk - 2; ++a)
+        if (p.out[size_t(a)] != s[size_t(a)]) return false;
+    const bool align = p.coord == "align_corners";
+    for (int a = rk - 2; a < rk; ++a) {
+        const int64_t in = s[size_t(a)], out = p.out[size_t(a)];
+        float sf = float(out) / float(in), offset = 0.5f;
+        if (align) {
+            offset = 0.0f;
+            if (out > 1 && in > 1) sf = float(out - 1) / float(in - 1);
+        }
+        Taps want = axis_taps(p, a, in, out, p.scale[size_t(a)]);
+        for (int64_t i = 0; i < out; ++i) {
+            const float x = (float(i) + offset) / sf - offset;
+            int64_t x0 = int64_t(std::floor(x)), x1 = x0 + 1;
+            x0 = std::clamp<int64_t>(x0, 0, in - 1), x1 = std::clamp<int64_t>(x1, 0, in - 1);
+            const double dx = std::clamp(double(x - float(x0)), 0.0, 1.0);
+            std::map<int64_t, double> got, w;  // input index -> weight
+            got[x0] += 1 - dx, got[x1] += dx;
+            for (auto& t : want[size_t(i)]) w[t.first] += t.second;
+            for (auto* m : {&got, &w})
+                for (auto& kv : *m)
+                    if (std::fabs(got[kv.first] - w[kv.first]) > 1e-5) return false;
+        }
+    }
+    return true;
+}
+
 void lower_resize(Lc& c) {
     ResizePlan p = resize_plan(c);
     const Shape& s = c.shape(0);
@@ -274,6 +309,15 @@ void lower_resize(Lc& c) {
             cur[a] = p.out[a];
         }
         c.set(0, extrapolate(c, p, x));
+        return;
+    }
+    // linear over the last two axes with ggml's own bilinear rule: one ggml_interpolate (two taps per output
+    // and axis, where a matrix product takes the whole axis)
+    if (bilinear_is_ggmls(p, s)) {
+        auto ne = to_ne(p.out);
+        uint32_t mode = uint32_t(GGML_SCALE_MODE_BILINEAR) |
+                        (p.coord == "align_corners" ? uint32_t(GGML_SCALE_FLAG_ALIGN_CORNERS) : 0u);
+        c.set(0, G(c.b, ggml_interpolate, c.cont(x), ne[0], ne[1], ne[2], ne[3], mode));
         return;
     }
     // linear / cubic: separable, one matrix product per resized axis

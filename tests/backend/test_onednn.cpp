@@ -314,6 +314,22 @@ TEST(OneDNN, PoolCeilPadding) {
         });
 }
 
+// UPSCALE (ggml_interpolate, what ONNX Resize lowers to): nearest, bilinear and bilinear with align_corners,
+// up and down, on odd sizes and several channels and batches (nearest on dims 2 and 3)
+TEST(OneDNN, Upscale) {
+    const uint32_t modes[] = {GGML_SCALE_MODE_NEAREST, GGML_SCALE_MODE_BILINEAR,
+                              GGML_SCALE_MODE_BILINEAR | GGML_SCALE_FLAG_ALIGN_CORNERS};
+    const int64_t sizes[][4] = {{65, 33, 520, 264}, {13, 9, 7, 20}, {1, 5, 6, 1}};
+    for (uint32_t mode : modes)
+        for (auto& sz : sizes)
+            check([&](ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn) {
+                ggml_tensor* x = input(ctx, ins, sz[0], sz[1], 3, 2);
+                ggml_tensor* y = ggml_interpolate(ctx, x, sz[2], sz[3], 3, 2, mode);
+                dnn.push_back(y);
+                return y;
+            });
+}
+
 // A grouped convolution as lower_conv emits it (IM2COL -> batched MUL_MAT -> CONT, marked by o2g::grouped_conv):
 // the oneDNN backend computes the CONT as one grouped convolution in the layouts it picks (16 channels per
 // group: its blocked JIT kernel; 8 and 3: others) and skips the IM2COL and MUL_MAT

@@ -199,6 +199,7 @@ inline const OpEntry* op_entry(ggml_op op) {
         {GGML_OP_SOFT_MAX, softmax_supported, [](Walk& w, ggml_tensor* n) { softmax_rows(w.c, n); }},
         {GGML_OP_NORM, norm_rows_supported, [](Walk& w, ggml_tensor* n) { norm_rows(w.c, n); }},
         {GGML_OP_POOL_2D, pool_supported, [](Walk& w, ggml_tensor* n) { pool2d(w.c, n); }},
+        {GGML_OP_UPSCALE, upscale_supported, [](Walk&, ggml_tensor* n) { upscale(n); }},
         {GGML_OP_SET, is_set, [](Walk&, ggml_tensor* n) { set_rows(n); }},
         {GGML_OP_MEAN, is_mean, [](Walk&, ggml_tensor* n) { mean_rows(n); }},
     };

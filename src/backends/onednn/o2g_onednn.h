@@ -1,6 +1,6 @@
 // onnx2ggml's oneDNN backend for ggml: the fast CPU path for convolutions, matrix products,
 // pooling, GroupNorm, and the light ops between them (broadcast arithmetic, elementwise functions,
-// softmax, LayerNorm's normalization, strided copies, Concat's slots, row means) so that a model's graph stays one
+// softmax, LayerNorm's normalization, strided copies, Concat's slots, row means, nearest/bilinear upscaling) so that a model's graph stays one
 // scheduler split (see dev_supports_op; docs/architecture.md tells which and why).
 //
 // Modelled on ggml's own BLAS backend: a ggml backend over host memory (it shares the CPU
@@ -20,7 +20,7 @@
 // program (OUTDIR/onednn/, built with -DO2G_ONEDNN=ON). Needs ggml's internal ggml-backend-impl.h (ggml/src).
 //
 // The implementation, by primitive family, in this folder: context.h, patterns.h, plan.h, conv.h, binary.h,
-// matmul.h, copy.h, norm.h, pool.h, unary.h, backend.h (each includes the one before it).
+// matmul.h, copy.h, norm.h, pool.h, resize.h, unary.h, backend.h (each includes the one before it).
 #pragma once
 #ifdef O2G_USE_ONEDNN
 #include "backend.h"

@@ -1,6 +1,6 @@
 // onnx2ggml's oneDNN backend (o2g_onednn.h): elementwise functions.
 #pragma once
-#include "pool.h"
+#include "resize.h"
 
 namespace o2g_onednn {
 
