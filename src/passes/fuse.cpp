@@ -94,6 +94,7 @@ std::vector<std::string> optimize(Graph& g, const CompileOptions& opts) {
     const Pass passes[] = {{"eliminate_identity_arithmetic", eliminate_identity_arithmetic},
                            {"global_pool_as_pool", global_pool_as_pool},
                            {"fold_pad_into_window", fold_pad_into_window},
+                           {"drop_dead_conv_taps", drop_dead_conv_taps},
                            {"fuse_gelu", fuse_gelu},
                            {"fuse_silu", fuse_silu},
                            {"fuse_groupnorm", fuse_groupnorm},

@@ -118,5 +118,6 @@ bool chunk_attention(Graph& g);
 bool eliminate_identity_arithmetic(Graph& g);
 bool global_pool_as_pool(Graph& g);
 bool fold_pad_into_window(Graph& g);
+bool drop_dead_conv_taps(Graph& g);
 
 }  // namespace onnx2ggml::core

@@ -12,6 +12,12 @@
 // padding: the same sums, with no padded copy of the map. PyTorch exports avg_pool2d(padding=p)
 // (count_include_pad=True, inception_v3's 9 branch pools) and TensorFlow/Paddle converters export
 // "SAME" convolutions this way; the padded copy was a ggml CPU node (one thread) between oneDNN nodes.
+//
+// drop_dead_conv_taps: the kernel rows and columns of a Conv (constant weight, static input) that read only
+// padding at every output position are cut from the kernel, and its pads shrunk to match: the same sums
+// without the products of zeros. DeepLabV3's ASPP convolves a 33x33 map (520x520 input) at rates 12, 24 and 36:
+// at rate 36 only the centre tap ever reads the map, so the 3x3 convolution is a 1x1 one (oneDNN had no blocked
+// kernel for a kernel extent larger than the map and ran 8 taps of zeros through gemm).
 #include <algorithm>
 
 #include "passes/match.h"
@@ -122,7 +128,8 @@ bool takes_padding(const Node& r, int padded) {
     auto cip = r.attrs.find("count_include_pad");
     if (cip != r.attrs.end() && cip->second.i != 0) return true;
     auto p = r.attrs.find("pads");
-    return p == r.attrs.end() || std::all_of(p->second.ints.begin(), p->second.ints.end(), [](int64_t v) { return v == 0; });
+    return p == r.attrs.end() ||
+           std::all_of(p->second.ints.begin(), p->second.ints.end(), [](int64_t v) { return v == 0; });
 }
 
 }  // namespace
@@ -157,6 +164,93 @@ bool fold_pad_into_window(Graph& g) {
             rn.inputs[0] = x;
             changed = true;
         }
+    }
+    return changed;
+}
+
+bool drop_dead_conv_taps(Graph& g) {
+    bool changed = false;
+    for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+        Node& n = g.nodes[ni];
+        if (n.folded || !n.domain.empty() || n.op_type != "Conv" || n.inputs.size() < 2 || n.outputs.size() != 1 ||
+            n.inputs[0] < 0 || !is_const(g, n.inputs[1]) || is_const(g, n.inputs[0]))
+            continue;
+        auto ap = n.attrs.find("auto_pad");
+        if (ap != n.attrs.end() && ap->second.s != "NOTSET") continue;
+        const Value& x = g.values[size_t(n.inputs[0])];
+        const Tensor& w = *g.values[size_t(n.inputs[1])].constant;
+        if (!x.has_shape || x.shape.size() < 3 || w.shape.size() != x.shape.size() || !dtype_is_float(w.dtype))
+            continue;
+        const size_t sp = x.shape.size() - 2;
+        auto ints = [&](const char* name, int64_t dflt, size_t len) {
+            auto it = n.attrs.find(name);
+            return it != n.attrs.end() ? it->second.ints : std::vector<int64_t>(len, dflt);
+        };
+        std::vector<int64_t> strides = ints("strides", 1, sp), dil = ints("dilations", 1, sp),
+                             pads = ints("pads", 0, 2 * sp);
+        if (strides.size() != sp || dil.size() != sp || pads.size() != 2 * sp) continue;  // (the op's own error)
+        std::vector<int64_t> first(sp), last(sp);
+        bool cut = false, ok = true;
+        for (size_t a = 0; a < sp && ok; ++a) {
+            const int64_t in = x.shape[2 + a], k = w.shape[2 + a], s = strides[a], d = dil[a];
+            const int64_t out = (in + pads[a] + pads[sp + a] - d * (k - 1) - 1) / s + 1;
+            if (in < 1 || k < 1 || s < 1 || d < 1 || out < 1) {
+                ok = false;
+                break;
+            }
+            // tap t reads input rows o*s - pb + t*d for o in [0, out): some inside [0, in)?
+            auto reads_input = [&](int64_t t) {
+                const int64_t lo = t * d - pads[a], hi = (out - 1) * s + lo;  // rows of the first and last outputs
+                if (hi < 0 || lo >= in) return false;
+                if (lo >= 0 || s == 1) return true;
+                const int64_t o = (-lo + s - 1) / s;  // the first output whose row is >= 0
+                return o < out && o * s + lo < in;
+            };
+            first[a] = 0, last[a] = k - 1;
+            while (first[a] < k && !reads_input(first[a])) ++first[a];
+            while (last[a] > first[a] && !reads_input(last[a])) --last[a];
+            if (first[a] == k) ok = false;  // no tap reads the map: left to the op (the output is the bias)
+            cut |= first[a] > 0 || last[a] < k - 1;
+        }
+        if (!ok || !cut) continue;
+        std::vector<int64_t> np = pads;
+        Shape ws = w.shape;
+        for (size_t a = 0; a < sp; ++a) {
+            np[a] -= first[a] * dil[a];
+            np[sp + a] -= (w.shape[2 + a] - 1 - last[a]) * dil[a];
+            ws[2 + a] = last[a] - first[a] + 1;
+        }
+        if (std::any_of(np.begin(), np.end(), [](int64_t v) { return v < 0; })) continue;  // (would crop the map)
+        Tensor cutw = Tensor::zeros(w.dtype, ws);
+        auto strides_of = [](const Shape& sh) {  // row-major, in elements
+            std::vector<int64_t> r(sh.size(), 1);
+            for (size_t i = sh.size(); i-- > 1;) r[i - 1] = r[i] * sh[i];
+            return r;
+        };
+        auto wst = strides_of(w.shape), cst = strides_of(ws);
+        for (int64_t e = 0; e < cutw.numel(); ++e) {
+            int64_t src = 0, rest = e;
+            for (size_t dim = 0; dim < ws.size(); ++dim) {
+                int64_t i = rest / cst[dim];
+                rest %= cst[dim];
+                src += (dim >= 2 ? i + first[dim - 2] : i) * wst[dim];
+            }
+            cutw.setf(e, w.getf(src));
+        }
+        // a new constant (the weight may have other readers): derived, so the weight rules and GGUF files
+        // keep naming the model's own initializers
+        const std::string wname = g.values[size_t(n.inputs[1])].name;
+        int id = g.new_value(wname + ":taps");
+        Value& v = g.values[size_t(id)];
+        v.dtype = cutw.dtype;
+        v.shape = ws;
+        v.has_shape = true;
+        v.constant = std::move(cutw);
+        Node& m = g.nodes[ni];  // (new_value may have grown g.values, never g.nodes)
+        m.inputs[1] = id;
+        m.attrs["pads"] = ints_attr(np);
+        m.attrs["kernel_shape"] = ints_attr(std::vector<int64_t>(ws.begin() + 2, ws.end()));
+        changed = true;
     }
     return changed;
 }

@@ -230,6 +230,31 @@ for name in ("pad_into_conv", "pad_into_avgpool", "pad11_value_into_avgpool"):
     if r.returncode != 0 or " PAD" in r.stdout:
         failures += 1
         print(f"FAIL {name}: the Pad was not folded into its readers\n" + r.stdout + r.stderr)
+# Kernel taps that read only padding at every output (drop_dead_conv_taps cuts them from the kernel and the pads):
+# a rate-5 3x3 kernel on a 4x4 map (only the centre tap reads it: a 1x1 convolution), a 5x3 kernel with dilations
+# (3, 2), strides (1, 2) and pads (7, 2) on a 5x7 map (its first and last rows cut), its weight shared with a Conv whose
+# taps all read the map (that one keeps it whole), and a 1-D one. References: PyTorch on the explicitly padded input.
+xd = rng.standard_normal((2, 3, 4, 4)).astype(np.float32)
+wd = rng.standard_normal((5, 3, 3, 3)).astype(np.float32)
+check("dead_taps_centre", helper.make_node("Conv", ["x", "w"], ["y"], dilations=[5, 5], pads=[5, 5, 5, 5]), {"x": xd},
+      torch.nn.functional.conv2d(torch.from_numpy(xd), torch.from_numpy(wd), padding=5, dilation=5).numpy(),
+      [numpy_helper.from_array(wd, "w")])
+xa = rng.standard_normal((1, 3, 5, 7)).astype(np.float32)
+wa = rng.standard_normal((4, 3, 5, 3)).astype(np.float32)
+xat = torch.nn.functional.pad(torch.from_numpy(xa), (2, 2, 7, 7))  # (W begin, W end, H begin, H end)
+check("dead_taps_strided_shared", [
+    helper.make_node("Conv", ["x", "w"], ["a"], dilations=[3, 2], strides=[1, 2], pads=[7, 2, 7, 2]),
+    helper.make_node("Conv", ["x", "w"], ["b"], pads=[2, 1, 2, 1]),
+    helper.make_node("Flatten", ["a"], ["fa"]), helper.make_node("Flatten", ["b"], ["fb"]),
+    helper.make_node("Concat", ["fa", "fb"], ["y"], axis=1)], {"x": xa},
+      np.concatenate([torch.nn.functional.conv2d(xat, torch.from_numpy(wa), stride=(1, 2), dilation=(3, 2)).numpy().reshape(1, -1),
+                      torch.nn.functional.conv2d(torch.from_numpy(xa), torch.from_numpy(wa), padding=(2, 1)).numpy().reshape(1, -1)], 1),
+      [numpy_helper.from_array(wa, "w")])
+x1 = rng.standard_normal((1, 2, 6)).astype(np.float32)
+w1 = rng.standard_normal((3, 2, 5)).astype(np.float32)
+check("dead_taps_1d", helper.make_node("Conv", ["x", "w"], ["y"], dilations=[4], pads=[8, 8]), {"x": x1},
+      torch.nn.functional.conv1d(torch.from_numpy(x1), torch.from_numpy(w1), padding=8, dilation=4).numpy(),
+      [numpy_helper.from_array(w1, "w")])
 # Concats that extend one another (densenet's dense blocks: each layer concatenates every earlier layer's output):
 # one buffer per chain, each input copied into it once, the shorter Concats views of its prefix (ops/concat.cpp).
 # Batch 1 (the prefix is consecutive bytes) and batch 2 (it is not: each Concat copies its own); the longest
