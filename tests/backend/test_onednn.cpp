@@ -215,6 +215,22 @@ TEST(OneDNN, ChainPrivateLayouts) {
     });
 }
 
+// dilated convolutions between convolutions in the private layout (deeplabv3's ASPP: rates 12 and 24 on a 33x33
+// map): oneDNN has no kernel for them in its blocked layout; they run in the layout it picks (NHWC brgconv),
+// read and written through reorders
+TEST(OneDNN, DilatedConvInPrivateLayouts) {
+    check([](ggml_context* ctx, std::vector<ggml_tensor*>& ins, std::vector<ggml_tensor*>& dnn) {
+        ggml_tensor *c1, *c2, *c3;
+        ggml_tensor* x = input(ctx, ins, 17, 15, 8, 1);
+        ggml_tensor* y = conv(ctx, ins, dnn, {17, 15, 8, 1, 32, 1, 1, 0}, x, &c1);
+        y = conv(ctx, ins, dnn, {17, 15, 32, 1, 48, 3, 1, 6, 6}, y, &c2);
+        o2g::conv_chain(ctx, c1, c2);
+        y = conv(ctx, ins, dnn, {17, 15, 48, 1, 16, 3, 1, 12, 12, false, true, 0}, y, &c3);
+        o2g::conv_chain(ctx, c2, c3);
+        return y;
+    });
+}
+
 // A squeeze-excitation product (ops/elementwise.cpp channel_product): MUL of a convolution's output by one value
 // per channel (and per batch, or one for all), reading and writing the private layout or NCHW as o2g::conv_chain
 // marks either side, for channel counts that are a multiple of the block, padded to one, or NHWC; and a

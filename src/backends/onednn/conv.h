@@ -106,11 +106,16 @@ inline Context::Plan conv_plan(Context& c, const ggml_tensor* dst, const ggml_te
                     }
                     return false;
                 };
-                // no blocked kernel: a grouped convolution with 8 or 4 channels per group (regnet_y's, resnext's;
-                // onnx2ggml keeps those out of private-layout chains), or a dilation whose kernel extent
-                // exceeds the map (deeplabv3's ASPP: rate 36 on 65x65; the reference kernel took minutes):
-                // the gemm-based kernel on NCHW (for a grouped one where its neighbours are: no reorders)
+                // no kernel in the private layouts: the layouts oneDNN picks, read and written through reorders
+                // (dilated convolutions: its blocked kernels have none, its NHWC brgconv does: deeplabv3's ASPP at
+                // rates 12 and 24 on a 33x33 map, 19.5 -> 9.6 and 5.1 ms against the gemm kernel below)
                 bool found = pick(any_src, any_dst);
+                if (!found && !dw && (in_priv || out_priv) && G == 1)
+                    found = pick(dnnl::memory::desc(bs, dt::f32, tag::any), dnnl::memory::desc(bd, dt::f32, tag::any));
+                // no optimized kernel at all: a grouped convolution with 8 or 4 channels per group (regnet_y's,
+                // resnext's; onnx2ggml keeps those out of private-layout chains), or a dilation whose kernel extent
+                // exceeds the map (deeplabv3's ASPP: rate 36 on 65x65; the reference kernel took minutes): the
+                // gemm-based kernel on NCHW (for a grouped one where its neighbours are: no reorders)
                 if (!dw && (!found || (G > 1 && std::strncmp(pd.impl_info_str(), "x64:gemm", 8) == 0)))
                     pick(dnnl::memory::desc(bs, dt::f32, tag::nchw), dnnl::memory::desc(bd, dt::f32, tag::nchw));
                 if (!pd.get(true)) throw dnnl::error(dnnl_unimplemented, "no convolution kernel");
