@@ -193,6 +193,10 @@ void arg_op(Registry& reg, bool is_max) {
         Shape o = c.shape(0);
         if (c.ai("keepdims", 1)) o[a] = 1;
         else o.erase(o.begin() + a);
+        // (an empty axis has no index to return, unless there is no output element to return one for)
+        if (c.shape(0)[size_t(a)] == 0 && shape_numel(o) > 0)
+            c.fail("axis " + std::to_string(a) + " of input " + shape_str(c.shape(0)) +
+                   " is empty: no index to return");
         return o;
     };
     d.infer = [out_shape](OpCtx& c) { c.set_out(0, DType::I64, out_shape(c)); };

@@ -221,6 +221,9 @@ case("conv channel mismatch", run(single("conv_ch.onnx", helper.make_node("Conv"
                                          [numpy_helper.from_array(np.ones((4, 2, 3, 3), np.float32), "k")])), 2, r"c0.*input channels 3")
 case("conv kernel larger than input", run(single("conv_big.onnx", helper.make_node("Conv", ["x", "k"], ["y"], name="c0"), [vi("x", [1, 1, 2, 2])],
                                                  [numpy_helper.from_array(np.ones((1, 1, 5, 5), np.float32), "k")])), 2, r"kernel is larger than the padded input")
+# (found by fuzz_model: the host evaluator read element 0 of the empty axis)
+case("argmax over an empty axis", run(single("argmax_empty.onnx", helper.make_node("ArgMax", ["x"], ["y"], name="am", axis=1), [vi("x", [2, 0])])), 2,
+     r"am.*axis 1 of input \[2,0\] is empty")
 case("matmul inner dims", run(single("matmul.onnx", helper.make_node("MatMul", ["x", "b"], ["y"], name="mm"), [vi("x", [2, 3])],
                                      [numpy_helper.from_array(np.ones((4, 5), np.float32), "b")])), 2, r"mm.*inner dims differ")
 rnn_w = [numpy_helper.from_array(np.ones(sh, np.float32), n) for n, sh in (("W", (1, 3, 4)), ("R", (1, 3, 3)), ("h0", (1, 1, 2)))]
