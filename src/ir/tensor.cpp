@@ -340,10 +340,18 @@ void Tensor::transposed_last2_into(void* out) const {
         const uint8_t* src = data() + size_t(b * R * C) * es;
         uint8_t* dst = static_cast<uint8_t*>(out) + size_t(b * R * C) * es;
         switch (es) {  // whole elements, in tiles (a weight matrix of gigabytes is transposed at load)
-            case 1: transpose_tiled(reinterpret_cast<const uint8_t*>(src), reinterpret_cast<uint8_t*>(dst), R, C); break;
-            case 2: transpose_tiled(reinterpret_cast<const uint16_t*>(src), reinterpret_cast<uint16_t*>(dst), R, C); break;
-            case 4: transpose_tiled(reinterpret_cast<const uint32_t*>(src), reinterpret_cast<uint32_t*>(dst), R, C); break;
-            case 8: transpose_tiled(reinterpret_cast<const uint64_t*>(src), reinterpret_cast<uint64_t*>(dst), R, C); break;
+            case 1:
+                transpose_tiled(reinterpret_cast<const uint8_t*>(src), reinterpret_cast<uint8_t*>(dst), R, C);
+                break;
+            case 2:
+                transpose_tiled(reinterpret_cast<const uint16_t*>(src), reinterpret_cast<uint16_t*>(dst), R, C);
+                break;
+            case 4:
+                transpose_tiled(reinterpret_cast<const uint32_t*>(src), reinterpret_cast<uint32_t*>(dst), R, C);
+                break;
+            case 8:
+                transpose_tiled(reinterpret_cast<const uint64_t*>(src), reinterpret_cast<uint64_t*>(dst), R, C);
+                break;
             default:
                 for (int64_t i = 0; i < R; ++i)
                     for (int64_t j = 0; j < C; ++j)
@@ -387,6 +395,14 @@ struct MappedStorage : Storage {
     }
 };
 }  // namespace
+
+std::shared_ptr<const void> Storage::derived(const std::string& key,
+                                             const std::function<std::shared_ptr<const void>()>& make) {
+    std::lock_guard<std::mutex> lock(derived_m_);
+    std::shared_ptr<const void>& d = derived_[key];
+    if (!d) d = make();
+    return d;
+}
 
 std::shared_ptr<Storage> heap_storage(size_t n) { return std::make_shared<HeapStorage>(n); }
 

@@ -3,7 +3,10 @@
 // evaluators (constant folding) are written once for every dtype.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -47,8 +50,17 @@ struct Storage {
     // Reads the pages in at once before a whole pass over the bytes (a file mapping:
     // MADV_POPULATE_READ, one call instead of a page fault per few pages). No-op for heap memory.
     virtual void prefetch() {}
+    // A form derived from these bytes that an evaluator keeps across runs instead of remaking it each
+    // time (an LSTM host kernel's recurrence weights packed for its matrix-vector product): made by
+    // `make` on the first call with `key`, then shared; released with the bytes. Thread-safe.
+    std::shared_ptr<const void> derived(const std::string& key,
+                                        const std::function<std::shared_ptr<const void>()>& make);
     uint8_t* data = nullptr;
     size_t size = 0;
+
+private:
+    std::mutex derived_m_;
+    std::map<std::string, std::shared_ptr<const void>> derived_;
 };
 std::shared_ptr<Storage> heap_storage(size_t n);               // zero-filled
 std::shared_ptr<Storage> string_storage(std::string&& bytes);  // takes the string over, no copy
@@ -93,8 +105,8 @@ struct Tensor {
     void seti(int64_t i, int64_t v);
     std::vector<int64_t> to_i64() const;
     std::vector<float> to_f32() const;
-    Tensor cast(DType t) const;       // shares the storage when t == dtype; to/from string as ONNX Cast
-    Tensor transposed_last2() const;  // host transpose of the last two dims (a copy)
+    Tensor cast(DType t) const;                   // shares the storage when t == dtype; to/from string as ONNX Cast
+    Tensor transposed_last2() const;              // host transpose of the last two dims (a copy)
     void transposed_last2_into(void* dst) const;  // the same, written to dst (nbytes() of memory)
     Tensor reshaped(const Shape& s) const {
         Tensor r = *this;

@@ -142,15 +142,16 @@ std::vector<float> fvals(OpCtx& c, int i) { return c.cval(i).cast(DType::F32).to
 // stays portable and the host kernel runs at the machine's vector width. GCC's vector extensions
 // give the partial sums (a float reduction is not reassociated otherwise). Not under ThreadSanitizer: the
 // loader runs the clones' resolver before TSan's runtime is up, and the instrumented resolver crashes.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && !defined(__SANITIZE_THREAD__)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
+    !defined(__SANITIZE_THREAD__)
 #define O2G_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define O2G_VECTOR_CLONES
 #endif
 using v16 = float __attribute__((vector_size(64)));
 
-// Rows [j0, j1) of R (or W) packed for h R^T (x W^T): blocks of up to 128 rows, each block stored transposed ([H][width],
-// contiguous), so a block's outputs stay in vector registers while the block streams by in order
+// Rows [j0, j1) of R (or W) packed for h R^T (x W^T): blocks of up to 128 rows, each block stored transposed
+// ([H][width], contiguous), so a block's outputs stay in vector registers while the block streams by in order
 struct PackedRows {
     int64_t rows = 0, n = 0;
     std::vector<float> data;
@@ -167,7 +168,8 @@ struct PackedRows {
 };
 
 // y[j] = bias[j] + sum_i x[i] * R[j][i] for the packed rows: 128 outputs at a time in 8 vector
-// accumulators (no horizontal sums), the block read in order
+// accumulators (no horizontal sums), the block read in order (prefetched: the addresses past its end that
+// this fetches are never loaded, and a prefetch does not fault)
 O2G_VECTOR_CLONES void packed_matvec(const float* p, int64_t rows, int64_t n, const float* x, const float* bias,
                                      float* y) {
     int64_t b0 = 0;
@@ -176,6 +178,9 @@ O2G_VECTOR_CLONES void packed_matvec(const float* p, int64_t rows, int64_t n, co
         v16 acc[8];
         for (int k = 0; k < 8; ++k) std::memcpy(&acc[k], bias + b0 + 16 * k, 64);
         for (int64_t i = 0; i < n; ++i) {
+            // the block streams from L2 (R: 1 MB for 256 wide); fetching 8 rows (4 KB) ahead of the loads took a
+            // 1024 x 256 product from 18.4 to 15.6 us here (farther or nearer was slower)
+            for (int k = 0; k < 8; ++k) __builtin_prefetch(blk + (i + 8) * 128 + 16 * k);
             v16 xi = {};
             xi += x[i];
             for (int k = 0; k < 8; ++k) {
@@ -265,6 +270,16 @@ void eval_rnn_as(OpCtx& c, Rnn::Kind kind) {
     };
     Tensor r_held, x_held;
     const float* R = floats(2, r_held);
+    // R's gate rows [j0, j1) of direction d packed for packed_matvec: kept with R's bytes across runs when R is
+    // read in place (a host kernel runs with the same constant R every time: packing 1 MB per direction took
+    // a tenth of a 256-wide LSTM's time), else made for this run
+    auto packed_r = [&](int64_t d, int64_t j0, int64_t j1) -> std::shared_ptr<const PackedRows> {
+        auto make = [&] { return std::make_shared<const PackedRows>(R + d * G * H * H, j0, j1, H); };
+        if (r_held.buf) return make();
+        std::string key = "rnn.packed_r:" + std::to_string(G) + ":" + std::to_string(H) + ":" + std::to_string(d) +
+                          ":" + std::to_string(j0) + ":" + std::to_string(j1);
+        return std::static_pointer_cast<const PackedRows>(c.cval(2).buf->derived(key, make));
+    };
     std::vector<T> H0 = vals<T>(c, 5, r.dirs * B * H), C0, P;  // initial_h; LSTM: initial_c, P
     if (kind == Rnn::Lstm) C0 = vals<T>(c, 6, r.dirs * B * H), P = vals<T>(c, 7, r.dirs * 3 * H);
     // where a direction's and batch's state starts in initial_h / initial_c, Y_h / Y_c (layout 1: batch first)
@@ -310,8 +325,7 @@ void eval_rnn_as(OpCtx& c, Rnn::Kind kind) {
     Tensor Y = Tensor::zeros(c.dtype(0), r.layout1 ? Shape{B, S, r.dirs, H} : Shape{S, r.dirs, B, H}),
            Yh = Tensor::zeros(c.dtype(0), hs), Yc = Tensor::zeros(c.dtype(0), kind == Rnn::Lstm ? hs : Shape{0});
     auto put = [H](Tensor& t, int64_t at, const std::vector<T>& v) {  // H values from index `at`
-        if (t.dtype == DType::F32)
-            std::copy(v.begin(), v.begin() + H, t.ptr<float>() + at);
+        if (t.dtype == DType::F32) std::copy(v.begin(), v.begin() + H, t.ptr<float>() + at);
         else
             for (int64_t k = 0; k < H; ++k) t.setf(at + k, double(v[size_t(k)]));
     };
@@ -326,9 +340,10 @@ void eval_rnn_as(OpCtx& c, Rnn::Kind kind) {
         auto gx_row = [&](int64_t t, int64_t b) { return GX + (r.layout1 ? b * S + t : t * B + b) * gx_width; };
         bool reverse = dir == "reverse" || d == 1;
         // R's gate rows packed (GRU without linear_before_reset: the h gate's apart, it is multiplied later)
-        const float* rd = R + d * G * H * H;
         bool gru_reset = kind == Rnn::Gru && !lbr;
-        PackedRows ra(rd, 0, gru_reset ? 2 * H : G * H, H), rh(rd, gru_reset ? 2 * H : G * H, G * H, H);
+        auto ra_held = packed_r(d, 0, gru_reset ? 2 * H : G * H),
+             rh_held = packed_r(d, gru_reset ? 2 * H : G * H, G * H);
+        const PackedRows &ra = *ra_held, &rh = *rh_held;
         const float* wb = Bias.data() + d * 2 * G * H;
         const float* rb = wb + G * H;
         const Act* a = acts.data() + d * nact;
@@ -356,8 +371,8 @@ void eval_rnn_as(OpCtx& c, Rnn::Kind kind) {
                 recur(h, ra, 0);
                 auto pre_act = [&](std::vector<T>& g, int64_t gate, const T* peep = nullptr, const T* st = nullptr) {
                     for (int64_t k = 0; k < H; ++k)
-                        g[size_t(k)] = clamp(T(gx[gate * H + k]) + T(gh[size_t(gate * H + k)]) +
-                                             (peep ? peep[k] * st[k] : T(0)));
+                        g[size_t(k)] =
+                            clamp(T(gx[gate * H + k]) + T(gh[size_t(gate * H + k)]) + (peep ? peep[k] * st[k] : T(0)));
                 };
                 if (kind == Rnn::Simple) {
                     pre_act(g0, 0);
