@@ -404,6 +404,12 @@ std::shared_ptr<const void> Storage::derived(const std::string& key,
     return d;
 }
 
+std::shared_ptr<const void> Storage::find_derived(const std::string& key) {
+    std::lock_guard<std::mutex> lock(derived_m_);
+    auto it = derived_.find(key);
+    return it == derived_.end() ? nullptr : it->second;
+}
+
 std::shared_ptr<Storage> heap_storage(size_t n) { return std::make_shared<HeapStorage>(n); }
 
 std::shared_ptr<Storage> string_storage(std::string&& bytes) {

@@ -55,6 +55,7 @@ struct Storage {
     // `make` on the first call with `key`, then shared; released with the bytes. Thread-safe.
     std::shared_ptr<const void> derived(const std::string& key,
                                         const std::function<std::shared_ptr<const void>()>& make);
+    std::shared_ptr<const void> find_derived(const std::string& key);  // nullptr when none was made
     uint8_t* data = nullptr;
     size_t size = 0;
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "lower/host_kernel.h"
+#include "lower/integer_weights.h"
 #include "util/error.h"
 
 namespace onnx2ggml::core {
@@ -61,7 +62,14 @@ Tensor Weight::data() const {
         return d;
     }
     Tensor h = transpose ? host.transposed_last2() : host;
-    if (ggml_is_quantized(t->type)) {  // ggml's quantizer, row by row (a row: ne[0] elements)
+    if (ggml_is_quantized(t->type)) {
+        // a weight dequantized from integers (lower/integer_weights.h): its blocks from those integers
+        if (std::vector<uint8_t> q = integer_blocks(host, transpose, t->type); q.size() == ggml_nbytes(t)) {
+            Tensor d = Tensor::zeros(DType::U8, {int64_t(q.size())});
+            std::memcpy(d.data(), q.data(), q.size());
+            return d;
+        }
+        // else ggml's quantizer, row by row (a row: ne[0] elements)
         Tensor f = h.cast(DType::F32);
         Tensor q = Tensor::zeros(DType::U8, {int64_t(ggml_nbytes(t))});
         ggml_quantize_chunk(t->type, f.ptr<float>(), q.data(), 0, ggml_nrows(t), t->ne[0], nullptr);
@@ -95,7 +103,8 @@ void Weight::write(void* dst) const {
         else std::memcpy(dst, host.data(), nb);
         return;
     }
-    if (!gguf && !transpose && t->type == GGML_TYPE_F16 && host.dtype == DType::F32 && host.numel() * 2 == int64_t(nb)) {
+    if (!gguf && !transpose && t->type == GGML_TYPE_F16 && host.dtype == DType::F32 &&
+        host.numel() * 2 == int64_t(nb)) {
         ggml_fp32_to_fp16_row(host.ptr<float>(), static_cast<ggml_fp16_t*>(dst), host.numel());
         return;
     }

@@ -1,4 +1,5 @@
 #include "lower/lower.h"
+#include "lower/integer_weights.h"
 #include "o2g_kernels.h"
 
 #include <cstdlib>
@@ -38,7 +39,14 @@ ggml_tensor* LowerCtx::matrix_weight(int i, const Shape& s, bool transpose, bool
     if (s.size() > 4) fail_unsupported("constant matrix of rank > 4");
     // the rule set (lower/weights.h); quantized only where ggml's kernels take it
     ggml_type type = v.dtype == DType::F32 ? b.weight_rules.choose(v.name, s, transpose, conv_kernel) : GGML_TYPE_F32;
-    return b.weight(cval(i).reshaped(s), type, v.name, transpose, v.is_initializer);
+    Tensor host = cval(i).reshaped(s);
+    // a weight the model dequantizes from integers and asks to keep so (MatMulNBits, accuracy_level 4): stored in
+    // the ggml type that holds those integers, when no --weights / --weights-rule decides and its blocks fit
+    // (lower/integer_weights.h)
+    if (auto src = integer_source(host); src && src->preferred != GGML_TYPE_COUNT && !b.weight_rules.user_given() &&
+                                         !integer_blocks(host, transpose, src->preferred).empty())
+        type = src->preferred;
+    return b.weight(host, type, v.name, transpose, v.is_initializer);
 }
 
 ggml_tensor* LowerCtx::x(int i) {

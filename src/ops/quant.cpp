@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "lower/integer_weights.h"
 #include "ops/common.h"
 
 namespace onnx2ggml::core {
@@ -117,6 +118,17 @@ void register_quantize(Registry& r) {
             for (int64_t i = 0; i < x.numel(); ++i) {
                 int64_t zp = c.has(2) ? c.cval(2).geti(pz.at(i)) : 0;
                 y.setf(i, double(float(x.geti(i) - zp) * float(sc.getf(ps.at(i)))));
+            }
+            // a weight stored in a quantized type later is written from these integers (lower/integer_weights.h)
+            if (y.dtype == DType::F32 && (x.dtype == DType::I8 || x.dtype == DType::U8)) {
+                auto src = std::make_shared<IntegerSource>();
+                Tensor zt = c.has(2) ? c.cval(2) : Tensor();
+                src->at = [x, sc, zt, ps, pz](int64_t i, int32_t* code, int32_t* zero, float* scale) {
+                    *code = int32_t(x.geti(i));
+                    *zero = zt.buf ? int32_t(zt.geti(pz.at(i))) : 0;
+                    *scale = float(sc.getf(ps.at(i)));
+                };
+                attach_integer_source(y, std::move(src));
             }
             c.set_const(0, y);
         };
@@ -289,8 +301,8 @@ void register_int_conv(Registry& r) {
 // (uint8, one row of ceil(n_blocks * bits / 8) bytes per n) or unpacked floats, default 2^(bits - 1); g_idx
 // (deprecated) names each k's block. With constant B, scales, zero points (as published) the node becomes
 // MatMul(A, W) with W [K, N] dequantized once here, in float32 as ONNX Runtime's fp32 path computes it; W is
-// then a weight like any other (stored f32, or in the --weights / --weights-rule type). accuracy_level (ONNX
-// Runtime's leave to quantize A to int8) is not followed: A stays float32.
+// then a weight like any other (stored f32, or in the --weights / --weights-rule type), written from its codes when
+// that type holds them (lower/integer_weights.h); accuracy_level 4 asks for that type by default.
 void register_matmul_nbits(Registry& r) {
     OpDef d;
     d.op_type = "MatMulNBits";
@@ -325,28 +337,60 @@ void register_matmul_nbits(Registry& r) {
                 c.fail_unsupported(
                     "input " + std::to_string(i) + " ('" + c.in(i).name +
                     "') is computed at run time: MatMulNBits takes constant weights, scales, zero points and g_idx");
-        const Tensor& B = c.cval(1);
-        const Tensor& S = c.cval(2);
         std::vector<int64_t> gidx = c.has(4) ? c.cints(4) : std::vector<int64_t>();
+        for (int64_t k = 0; k < int64_t(gidx.size()); ++k)
+            if (gidx[size_t(k)] < 0 || gidx[size_t(k)] >= nb)
+                c.fail("g_idx[" + std::to_string(k) + "] = " + std::to_string(gidx[size_t(k)]) + " is outside [0, " +
+                       std::to_string(nb) + ")");
+        // element (k, n): its code, zero point (float zero points: not integers, zero reports 0) and scale
+        struct Codes {
+            Tensor B, S, Z;
+            std::vector<int64_t> gidx;
+            int64_t bits, bs, nb, blob, zrow;
+            bool zp, packed_zp;
+            int bits_at(const uint8_t* p, int64_t idx) const {
+                int64_t pos = idx * bits;
+                return int((p[pos / 8] >> (pos % 8)) & ((1 << bits) - 1));
+            }
+            float get(int64_t k, int64_t n, int32_t* code, int32_t* zero, float* scale) const {
+                int64_t blk = gidx.empty() ? k / bs : gidx[size_t(k)];
+                *code = bits_at(B.data() + (n * nb + k / bs) * blob, k % bs);
+                float z = !zp         ? float(1 << (bits - 1))
+                          : packed_zp ? float(bits_at(Z.data() + n * zrow, blk))
+                                      : float(Z.getf(n * nb + blk));
+                *zero = packed_zp || !zp ? int32_t(z) : 0;
+                *scale = float(S.getf(n * nb + blk));
+                return z;
+            }
+        };
+        auto codes = std::make_shared<Codes>(
+            Codes{c.cval(1), c.cval(2), zp ? c.cval(3) : Tensor(), gidx, bits, bs, nb, blob, zrow, zp, packed_zp});
         Tensor W = Tensor::zeros(DType::F32, {K, N});
         float* w = W.ptr<float>();
-        const uint8_t* b = B.data();
-        auto bits_at = [bits](const uint8_t* p, int64_t idx) {
-            int64_t pos = idx * bits;
-            return int((p[pos / 8] >> (pos % 8)) & ((1 << bits) - 1));
-        };
         for (int64_t n = 0; n < N; ++n)
             for (int64_t k = 0; k < K; ++k) {
-                int64_t blk = gidx.empty() ? k / bs : gidx[size_t(k)];
-                if (blk < 0 || blk >= nb)
-                    c.fail("g_idx[" + std::to_string(k) + "] = " + std::to_string(blk) + " is outside [0, " +
-                           std::to_string(nb) + ")");
-                float code = float(bits_at(b + (n * nb + k / bs) * blob, k % bs));
-                float z = !zp         ? float(1 << (bits - 1))
-                          : packed_zp ? float(bits_at(c.cval(3).data() + n * zrow, blk))
-                                      : float(c.cval(3).getf(n * nb + blk));
-                w[k * N + n] = (code - z) * float(S.getf(n * nb + blk));
+                int32_t code, zero;
+                float scale, z = codes->get(k, n, &code, &zero, &scale);
+                w[k * N + n] = (float(code) - z) * scale;
             }
+        // stored from its integers in a quantized type (lower/integer_weights.h); with accuracy_level 4 (ONNX
+        // Runtime's leave to quantize A to int8, as ggml's quantized products do) in the type that holds them
+        // when no --weights / --weights-rule decides: q4_0 (zero points 8), q4_1 (others), q8_0 (zero points 128)
+        if (!zp || packed_zp) {
+            auto src = std::make_shared<IntegerSource>();
+            src->at = [codes, N](int64_t i, int32_t* code, int32_t* zero, float* scale) {
+                codes->get(i / N, i % N, code, zero, scale);
+            };
+            bool centred = true;  // every zero point 2^(bits - 1)
+            for (int64_t n = 0; zp && n < N; ++n)
+                for (int64_t blk = 0; blk < nb; ++blk)
+                    centred &= codes->bits_at(c.cval(3).data() + n * zrow, blk) == (1 << (bits - 1));
+            if (c.ai("accuracy_level", 0) == 4)
+                src->preferred = bits == 4              ? (centred ? GGML_TYPE_Q4_0 : GGML_TYPE_Q4_1)
+                                 : bits == 8 && centred ? GGML_TYPE_Q8_0
+                                                        : GGML_TYPE_COUNT;
+            attach_integer_source(W, std::move(src));
+        }
         int out = c.node().outputs[0];
         int wv = c.new_const(W, c.in(1).name + ".dequantized");
         if (!c.has(5)) return c.replace_with({c.make_node("MatMul", {c.node().inputs[0], wv}, {out})});

@@ -12,8 +12,9 @@ DynamicQuantizeLinear (including an all-zero input); MatMulInteger with per-row/
 QLinearMatMul with per-column scales; ConvInteger and QLinearConv (groups, strides, pads, dilations, per-channel
 scales, int32 bias); a three-layer DynamicQuantizeLinear + ConvInteger CNN (the form of ONNX Runtime's dynamic
 quantization); a weight-only QDQ CNN and MLP (DequantizeLinear of int8 weights feeding Conv/MatMul/Gemm); and
-com.microsoft MatMulNBits (4 and 8 bits, packed zero points, K not a multiple of the block, bias). Odd sizes
-throughout. Skips (exit 77) when onnxruntime-node is not installed (scripts/setup.sh --bench).
+com.microsoft MatMulNBits (4 and 8 bits, packed zero points, K not a multiple of the block, bias), and with
+accuracy_level 4 (stored in ggml's q4_0 / q4_1 / q8_0 from its codes: compile's GGUF read back here; output within
+ACC4_TOL of ONNX Runtime's, which quantizes A too). Odd sizes throughout. Skips (exit 77) when onnxruntime-node is not installed (scripts/setup.sh --bench).
 usage: quant_ort_test.py ONNX2GGML WORKDIR"""
 import json
 import os
@@ -157,32 +158,169 @@ def cases():
          "wg": wg, "wgs": np.float32(0.02), "bg": f32(5)}, opset=13))
     # com.microsoft MatMulNBits: 4 bits, block 16, K = 40 (last block short), packed zero points, bias; 8 bits, block 32
     for bits, K, Nn, bs, zp, bias in [(4, 40, 7, 16, True, True), (8, 64, 5, 32, False, False), (4, 64, 9, 32, False, False)]:
-        nb, blob = -(-K // bs), bs * bits // 8
-        codes = rng.integers(0, 2 ** bits, size=(Nn, nb, bs))
-        if bits == 4:
-            packed = (codes[..., 0::2] | (codes[..., 1::2] << 4)).astype(np.uint8)
-        else:
-            packed = codes.astype(np.uint8)
-        assert packed.shape == (Nn, nb, blob)
-        ins_ = ["a", "b", "s"]
-        ini = {"b": packed, "s": rng.uniform(0.01, 0.05, Nn * nb).astype(np.float32)}
-        if zp:
-            zc = rng.integers(0, 16, size=(Nn, nb + (nb % 2)))
-            ini["z"] = (zc[:, 0::2] | (zc[:, 1::2] << 4)).astype(np.uint8).reshape(-1)
-            ins_.append("z")
-        if bias:
-            ins_ += ["", "bias"] if zp else ["", "", "bias"]
-            ini["bias"] = f32(Nn)
-        out.append(model(f"matmul_nbits_{bits}b_k{K}", [helper.make_node("MatMulNBits", ins_, ["y"], domain="com.microsoft", K=K, N=Nn, bits=bits,
-                                                                          block_size=bs)],
-                         {"a": f32(2, 3, K)}, [("y", np.float32)], ini, opset=17, ms=True))
+        out.append(matmul_nbits(f"matmul_nbits_{bits}b_k{K}", bits, K, Nn, bs, zp, bias))
+    # accuracy_level 4 (A may be quantized to int8): the weight is stored in the ggml type that holds its codes, A
+    # quantized to q8_0 by ggml's product, as ONNX Runtime quantizes it per block (checked against its output within
+    # ACC4_TOL, and the stored blocks against the codes: main). Float16 scales (exact) and float32 ones (bound).
+    for name, bits, K, Nn, bs, zp, f16_scales, want in [("nbits_acc4_q4_0", 4, 256, 48, 32, False, True, "Q4_0"),
+                                                        ("nbits_acc4_q4_1", 4, 192, 40, 64, True, False, "Q4_1"),
+                                                        ("nbits_acc4_q8_0", 8, 128, 24, 32, False, False, "Q8_0")]:
+        out.append(matmul_nbits(name, bits, K, Nn, bs, zp, False, accuracy_level=4, f16_scales=f16_scales))
+        ACC4[name] = want
+    # weight-only QDQ MatMul (int8, symmetric, per column, float16 scales) run with --weights q8_0: stored from its
+    # int8 values (exact), not quantized again by ggml's quantizer (main: check_stored_codes)
+    K, Nn = 128, 48
+    codes = i8(K, Nn)
+    scales = rng.uniform(0.005, 0.02, Nn).astype(np.float16).astype(np.float32)
+    NBITS["qdq_matmul_as_q8_0"] = (codes.astype(np.float32) * scales, np.zeros((K, Nn), np.float32))
+    out.append(model("qdq_matmul_as_q8_0", [N("DequantizeLinear", ["w", "ws", "wz"], ["wf"], axis=1), N("MatMul", ["a", "wf"], ["y"])],
+                     {"a": f32(3, K)}, [("y", np.float32)], {"w": codes, "ws": scales, "wz": np.zeros(Nn, np.int8)}, opset=13))
     return out
+
+
+ACC4 = {}  # accuracy_level 4 cases: the ggml type their weight must be stored in
+ACC4_TOL = 1e-2  # of max|ref| (measured: 2.5e-4 for q4_0/q8_0, 6.9e-3 for q4_1; ONNX Runtime's own distance
+                 # from float32 arithmetic on these models is 6.4e-3 to 7.5e-3)
+NBITS = {}  # name: the float32 weight [K, N] the codes give ((code - zero) * scale), the largest |scale * zero|
+
+
+def matmul_nbits(name, bits, K, Nn, bs, zp, bias, accuracy_level=None, f16_scales=False):
+    nb, blob = -(-K // bs), bs * bits // 8
+    codes = rng.integers(0, 2 ** bits, size=(Nn, nb, bs))
+    if bits == 4:
+        packed = (codes[..., 0::2] | (codes[..., 1::2] << 4)).astype(np.uint8)
+    else:
+        packed = codes.astype(np.uint8)
+    assert packed.shape == (Nn, nb, blob)
+    scales = rng.uniform(0.01, 0.05, Nn * nb).astype(np.float32)
+    if f16_scales:
+        scales = scales.astype(np.float16).astype(np.float32)
+    ins_ = ["a", "b", "s"]
+    ini = {"b": packed, "s": scales}
+    zeros = np.full((Nn, nb), 2 ** (bits - 1))
+    if zp:
+        zc = rng.integers(0, 16, size=(Nn, nb + (nb % 2)))
+        ini["z"] = (zc[:, 0::2] | (zc[:, 1::2] << 4)).astype(np.uint8).reshape(-1)
+        ins_.append("z")
+        zeros = zc[:, :nb]
+    if bias:
+        ins_ += ["", "bias"] if zp else ["", "", "bias"]
+        ini["bias"] = f32(Nn)
+    s2 = scales.reshape(Nn, nb)
+    w = ((codes - zeros[..., None]).astype(np.float32) * s2[..., None]).reshape(Nn, nb * bs)[:, :K]
+    # the bound on each stored value when the scales are not float16 values: 2^-11 of what d scales (+ q4_1's m)
+    q41 = bits == 4 and zp
+    scaled = np.abs((codes if q41 else codes - zeros[..., None]) * s2[..., None]) + (np.abs(s2 * zeros)[..., None] if q41 else 0)
+    NBITS[name] = (np.ascontiguousarray(w.T), np.ascontiguousarray((scaled.reshape(Nn, nb * bs)[:, :K] * 2.0 ** -11).T))
+    attrs = dict(K=K, N=Nn, bits=bits, block_size=bs)
+    if accuracy_level is not None:
+        attrs["accuracy_level"] = accuracy_level
+    return model(name, [helper.make_node("MatMulNBits", ins_, ["y"], domain="com.microsoft", **attrs)],
+                 {"a": f32(2, 3, K)}, [("y", np.float32)], ini, opset=17, ms=True)
+
+
+GGML_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 8: "Q8_0"}
+
+
+def gguf_tensors(path):
+    """{name: (ggml type name, ne, bytes)} of a GGUF file (version 3, read here: the format of ggml's gguf.h)."""
+    import struct
+    b = open(path, "rb").read()
+    pos = [0]
+
+    def take(fmt):
+        v = struct.unpack_from("<" + fmt, b, pos[0])
+        pos[0] += struct.calcsize("<" + fmt)
+        return v[0]
+
+    def string():
+        n = take("Q")
+        pos[0] += n
+        return b[pos[0] - n:pos[0]].decode()
+    sizes = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+
+    def value(t):
+        if t == 8:
+            return string()
+        if t == 9:
+            et, n = take("I"), take("Q")
+            return [value(et) for _ in range(n)]
+        return take(sizes[t])
+    assert b[:4] == b"GGUF" and struct.unpack_from("<I", b, 4)[0] == 3, path
+    pos[0] = 8
+    n_tensors, n_kv = take("Q"), take("Q")
+    kv = {}
+    for _ in range(n_kv):
+        k = string()
+        kv[k] = value(take("I"))
+    infos = []
+    for _ in range(n_tensors):
+        name = string()
+        ne = [take("Q") for _ in range(take("I"))]
+        infos.append((name, take("I"), ne, take("Q")))
+    align = kv.get("general.alignment", 32)
+    data = (pos[0] + align - 1) // align * align
+    block = {0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 8: (32, 34)}
+    out = {}
+    for name, t, ne, off in infos:
+        n = int(np.prod(ne))
+        if t in block:
+            out[name] = (GGML_TYPES[t], ne, b[data + off:data + off + n // block[t][0] * block[t][1]])
+    return out
+
+
+def dequantize(t, raw, n):
+    """ggml's Q4_0 / Q4_1 / Q8_0 blocks of 32 (d f16 [m f16] codes) as float32."""
+    if t == "Q8_0":
+        blk = np.frombuffer(raw, dtype=[("d", "<f2"), ("q", "i1", 32)])
+        return (blk["d"].astype(np.float32)[:, None] * blk["q"].astype(np.float32)).reshape(n)
+    blk = np.frombuffer(raw, dtype=[("d", "<f2"), ("m", "<f2"), ("q", "u1", 16)] if t == "Q4_1" else
+                        [("d", "<f2"), ("q", "u1", 16)])
+    q = np.concatenate([blk["q"] & 15, blk["q"] >> 4], axis=1).astype(np.float32)
+    d = blk["d"].astype(np.float32)[:, None]
+    return (q * d + blk["m"].astype(np.float32)[:, None] if t == "Q4_1" else (q - 8) * d).reshape(n)
 
 
 def check(ok, what):
     print(("ok: " if ok else "FAIL: ") + what)
     if not ok:
         fails.append(what)
+
+
+def check_stored_codes(bin_, name, path, ins, want, args, run_out):
+    """A weight the model dequantizes from integers (a MatMulNBits with accuracy_level 4; a QDQ MatMul under
+    `args` --weights q8_0): compile's model.gguf stores it as `want`, and those blocks give back the weight the
+    integers define: exactly with float16 scales, else within 2^-11 of what the block scale multiplies (+ 2^-11
+    of |scale * zero| for q4_1: its offset rounded to float16 too). For MatMulNBits, `--weights-rule '.*=f32'`
+    keeps it float32: within FLOAT_TOL of float64 arithmetic on the codes' weight."""
+    d = os.path.dirname(path)
+    r = subprocess.run([bin_, "compile", path, "-o", os.path.join(d, "compiled"), *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        return check(False, f"{name}: compile exit {r.returncode}: {r.stderr.strip()}")
+    w, bound = NBITS[name]
+    stored = [v for v in gguf_tensors(os.path.join(d, "compiled", "model.gguf")).values() if v[1][:2] == [w.shape[0], w.shape[1]]]
+    if len(stored) != 1 or stored[0][0] != want:
+        return check(False, f"{name}: the weight is stored as {[v[0] for v in stored]}, want {want}")
+    back = dequantize(stored[0][0], stored[0][2], w.size).reshape(w.shape[1], w.shape[0]).T
+    diff = np.abs(back - w)
+    exact = bool(np.array_equal(back, w))
+    within = bool((diff <= bound).all())
+    f16 = bool(np.array_equal(w, w.astype(np.float16).astype(np.float32))) and not name.endswith("q4_1")
+    check(within and (exact or not f16), f"{name}: stored as {want}, its blocks give back the integers' weight "
+                                         f"({'exactly' if exact else f'within 2^-11: max diff {diff.max():.2e}'})")
+    if run_out is None:
+        return
+    f32_dir = os.path.join(d, "o2g_f32")
+    r = subprocess.run([bin_, "run", path, *ins, "--weights-rule", ".*=f32", "--output-dir", f32_dir], capture_output=True, text=True)
+    if r.returncode != 0:
+        return check(False, f"{name}: run --weights-rule '.*=f32' exit {r.returncode}: {r.stderr.strip()}")
+    a = np.load(ins[1].split("=", 1)[1]).astype(np.float64)
+    ref = a @ w.astype(np.float64)
+    got = np.load(os.path.join(f32_dir, "output_0.npy"))
+    e = float(np.abs(got - ref).max() / np.abs(ref).max())
+    e_q = float(np.abs(np.load(run_out) - ref).max() / np.abs(ref).max())
+    check(e <= FLOAT_TOL, f"{name}: --weights-rule '.*=f32' keeps float32 arithmetic: {e:.2e} of max|ref| from "
+                          f"float64 (the default, A quantized: {e_q:.2e})")
 
 
 def main():
@@ -234,8 +372,13 @@ def main():
                 scale = float(np.abs(ref).max()) or 1.0
                 e = float(np.abs(got.astype(np.float64) - ref).max()) / scale
                 e_opt = float(np.abs(opt.astype(np.float64) - ref).max()) / scale
-                check(e <= FLOAT_TOL, f"{name}/{oname}: max|got - ORT| = {e:.2e} of max|ORT| (bound {FLOAT_TOL}; "
-                                      f"ONNX Runtime's optimized graph differs from its unoptimized one by {e_opt:.2e})")
+                tol = ACC4_TOL if name in ACC4 else FLOAT_TOL
+                check(e <= tol, f"{name}/{oname}: max|got - ORT| = {e:.2e} of max|ORT| (bound {tol}; "
+                                f"ONNX Runtime's optimized graph differs from its unoptimized one by {e_opt:.2e})")
+        if name in ACC4:
+            check_stored_codes(bin_, name, path, ins, ACC4[name], [], os.path.join(d, "o2g", "output_0.npy"))
+        if name == "qdq_matmul_as_q8_0":
+            check_stored_codes(bin_, name, path, ins, "Q8_0", ["--weights", "q8_0"], None)
     print("PASS" if not fails else f"FAIL ({len(fails)})")
     sys.exit(1 if fails else 0)
 
