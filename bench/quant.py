@@ -58,10 +58,13 @@ def main():
             err = float(np.abs(got.astype(np.float64) - ref).max() / np.abs(ref).max())
             bench = [a.bin, "bench", os.path.join(d, "model.onnx"), *ins, "--gguf", g, "--threads", a.threads, "--warmup", "1", "--quiet"]
             c0 = cpu_s()
-            sh(bench + ["--repeat", "1"])
+            b1 = sh(bench + ["--repeat", "1"])
             c1 = cpu_s()
-            b = sh(bench + ["--repeat", str(int(a.repeat) + 1)])
-            cpu_ms = (cpu_s() - 2 * c1 + c0) * 1000 / int(a.repeat)  # the CPU time of `repeat` runs: load and warmup cancel
+            # enough runs that their CPU time stands above the load's noise (a fast model, e.g. the text encoder at
+            # 65 ms, loads for longer than a few runs take): at least 3 s of runs
+            n = max(int(a.repeat), int(3000 / max(1.0, float(re.search(r"median_ms=([0-9.]+)", b1).group(1)))))
+            b = sh(bench + ["--repeat", str(n + 1)])
+            cpu_ms = (cpu_s() - 2 * c1 + c0) * 1000 / n  # the CPU time of n runs: load and warmup cancel
             ms = float(re.search(r"median_ms=([0-9.]+)", b).group(1))
             rss = float(re.search(r"peak_rss_mb=([0-9.]+)", b).group(1))
             base = base or cpu_ms

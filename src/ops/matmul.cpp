@@ -74,6 +74,12 @@ ggml_tensor* matmul(Lc& c, int ia, int ib, Shape sa, Shape sb, bool trans_a, boo
     xs.push_back(sb.back());
     xs.push_back(sb[sb.size() - 2]);
     x = c.reshape(x, xs);
+    // a quantized weight shared by every batch: one product over the batches' rows together, y at most 3-D (ggml's
+    // repacked CPU kernels for quantized weights, o2g_runtime::place_cpu_extra, take no 4-D right operand)
+    if (ggml_is_quantized(x->type) && ggml_n_dims(x) <= 2 && y->ne[3] > 1) {
+        ggml_tensor* r = G(c.b, ggml_mul_mat, x, G(c.b, ggml_reshape_3d, y, y->ne[0], y->ne[1], y->ne[2] * y->ne[3]));
+        return G(c.b, ggml_reshape_4d, r, r->ne[0], y->ne[1], y->ne[2], y->ne[3]);
+    }
     return G(c.b, ggml_mul_mat, x, y);
 }
 

@@ -176,9 +176,13 @@ void Session::init(const SessionOptions& opts) {
         };
         // Into host memory the weights are made by several threads, each its own weights (copies,
         // transposes, f16 conversion and the first touch of fresh pages are bound by one core's memory
-        // traffic: the SD UNet's 3.3 GB took 11 s on one); a device's uploads stay on this thread.
-        bool host =
-            std::all_of(ws.begin(), ws.end(), [](const Weight& w) { return ggml_backend_buffer_is_host(w.t->buffer); });
+        // traffic: the SD UNet's 3.3 GB took 11 s on one), also into the CPU's repacking buffers
+        // (o2g_runtime::place_cpu_extra: CPU work per tensor); a device's uploads stay on this thread.
+        ggml_backend_dev_t cpu_dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+        bool host = std::all_of(ws.begin(), ws.end(), [cpu_dev](const Weight& w) {
+            return ggml_backend_buffer_is_host(w.t->buffer) ||
+                   (cpu_dev && ggml_backend_dev_supports_buft(cpu_dev, ggml_backend_buffer_get_type(w.t->buffer)));
+        });
         int nt = host ? std::clamp(opts.threads > 0 ? opts.threads : o2g_runtime::usable_cores(), 1, 8) : 1;
         std::atomic<size_t> next{0}, done{0};
         std::exception_ptr err;

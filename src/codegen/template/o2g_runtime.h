@@ -306,6 +306,55 @@ struct WeightPlacement {
     }
 };
 
+// Quantized matrix weights that only ggml's CPU backend reads (the devices compute in host memory: the CPU itself,
+// or the oneDNN backend, which leaves quantized products to it) go to the first of the CPU's extra buffer types
+// whose kernels take every node reading them (ggml-cpu's AMX tiles for q4_0/q4_1/q8_0/k-quants on CPUs with
+// AMX-INT8, its repacked q4_0/q4_K/iq4_nl layouts on AVX2): the buffer repacks each weight as it is uploaded
+// and ggml's CPU backend then runs the products with those kernels. Each candidate is checked with the CPU
+// device's own supports_op on the real readers (the weight's buffer type set for the check only).
+inline void place_cpu_extra(WeightPlacement& p, ggml_cgraph* gf) {
+    ggml_backend_dev_t dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+    if (!dev) return;
+    auto get = (ggml_backend_dev_get_extra_bufts_t)ggml_backend_reg_get_proc_address(
+        ggml_backend_dev_backend_reg(dev), "ggml_backend_dev_get_extra_bufts");
+    if (!get) return;
+    std::vector<ggml_backend_buffer_type_t> extra;
+    for (ggml_backend_buffer_type_t* b = get(dev); b && *b; ++b)
+        if (std::string(ggml_backend_buft_name(*b)) != "AMX") extra.push_back(*b);
+    if (extra.empty()) return;
+    std::map<ggml_tensor*, std::vector<ggml_tensor*>> readers;  // quantized weights -> the nodes reading them
+    std::set<ggml_tensor*> out;                                 // read otherwise (a view, another op)
+    for (int i = 0; i < ggml_graph_n_nodes(gf); ++i) {
+        ggml_tensor* n = ggml_graph_node(gf, i);
+        for (int k = 0; k < GGML_MAX_SRC; ++k) {
+            ggml_tensor* s = n->src[k];
+            if (!s || s->op != GGML_OP_NONE || (s->flags & GGML_TENSOR_FLAG_INPUT) || !ggml_is_quantized(s->type))
+                continue;
+            if (n->op == GGML_OP_MUL_MAT && k == 0 && !n->view_src) readers[s].push_back(n);
+            else out.insert(s);
+        }
+    }
+    for (auto& [w, ns] : readers) {
+        if (out.count(w) || w->view_src || w->buffer || p.where.count(w)) continue;
+        for (size_t e = 0; e < extra.size(); ++e) {
+            ggml_backend_buffer_t probe = ggml_backend_buft_alloc_buffer(extra[e], 64);
+            if (!probe) continue;
+            w->buffer = probe;  // (supports_op reads the buffer type only)
+            bool ok = true;
+            for (ggml_tensor* n : ns) ok = ok && ggml_backend_dev_supports_op(dev, n);
+            w->buffer = nullptr;
+            ggml_backend_buffer_free(probe);
+            if (!ok) continue;
+            int at = -1;
+            for (size_t b = 0; b < p.bufts.size(); ++b)
+                if (p.bufts[b] == extra[e]) at = int(b);
+            if (at < 0) at = int(p.bufts.size()), p.bufts.push_back(extra[e]);
+            p.where[w] = at;
+            break;
+        }
+    }
+}
+
 // The weights' places for devices `devs` (one, or one per RPC server) and the CPU backend `cpu` (may be null):
 // - over several devices, the weights in the order the graph first reads them, cut into runs of about equal
 //   bytes, one run per device (a pipeline: each device computes the layers whose weights it holds), never
@@ -348,6 +397,7 @@ inline WeightPlacement place_weights(const std::vector<ggml_backend_t>& devs, gg
     }
     bool host_mem = true;
     for (auto b : p.bufts) host_mem &= ggml_backend_buft_is_host(b);
+    if (host_mem) place_cpu_extra(p, gf);
     if (!cpu || host_mem) return p;
     const int host = int(p.bufts.size());
     p.bufts.push_back(ggml_backend_get_default_buffer_type(cpu));
