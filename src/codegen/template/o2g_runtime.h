@@ -308,10 +308,11 @@ struct WeightPlacement {
 
 // Quantized matrix weights that only ggml's CPU backend reads (the devices compute in host memory: the CPU itself,
 // or the oneDNN backend, which leaves quantized products to it) go to the first of the CPU's extra buffer types
-// whose kernels take every node reading them (ggml-cpu's AMX tiles for q4_0/q4_1/q8_0/k-quants on CPUs with
-// AMX-INT8, its repacked q4_0/q4_K/iq4_nl layouts on AVX2): the buffer repacks each weight as it is uploaded
-// and ggml's CPU backend then runs the products with those kernels. Each candidate is checked with the CPU
-// device's own supports_op on the real readers (the weight's buffer type set for the check only).
+// whose kernels take every node reading them (ggml-cpu's repacked q4_0/q4_K/iq4_nl layouts on AVX2): the buffer
+// repacks each weight as it is uploaded and ggml's CPU backend then runs the products with those kernels. Each
+// candidate is checked with the CPU device's own supports_op on the real readers (the weight's buffer type set
+// for the check only). ggml's AMX buffer is not used: on a KVM machine whose CPU reports AMX-INT8 its tile
+// instructions raised SIGILL (docs/quantization.md).
 inline void place_cpu_extra(WeightPlacement& p, ggml_cgraph* gf) {
     ggml_backend_dev_t dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
     if (!dev) return;
