@@ -160,6 +160,11 @@ void Session::init(const SessionOptions& opts) {
                 if (v.is_initializer) v.constant.reset();
         Progress bar("uploading weights", bg_->b->weights.size());
         std::vector<Weight>& ws = bg_->b->weights;
+        // a weight whose bytes come from a GGUF (--gguf) never reads its initializer: dropped before any upload, so
+        // the initializers go at once rather than one by one behind the uploads (CLIP from a GGUF on one thread
+        // peaked at its first weight with every initializer, its GGUF copy and its buffer pages held)
+        for (Weight& w : ws)
+            if (w.gguf) w.host = Tensor();
         auto upload = [](Weight& w) {
             if (w.host.buf) w.host.buf->prefetch();
             if (ggml_backend_buffer_is_host(w.t->buffer)) {  // made in place: no intermediate copy
